@@ -1,0 +1,47 @@
+// The one typed table of settings the library reads from the environment (and so from
+// nccl.conf, which NCCL copies into the environment before it loads plugins).
+// docs/configuration.md lists every entry; a test keeps the two in step.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pilot/core/result.h"
+
+namespace pilot {
+
+enum class SettingType { Path, Bool, Enum, Text };
+
+struct SettingInfo {
+  const char* name;         ///< environment variable
+  SettingType type;
+  const char* defaultValue;  ///< as written in the environment; "" = unset
+  const char* description;   ///< one line, for docs and `nccl-pilot version --settings`
+  const char* choices;       ///< for Enum: '|'-separated; else nullptr
+};
+
+/// Every setting the library knows, in documentation order.
+const std::vector<SettingInfo>& allSettings();
+
+/// Where settings come from. The process environment in production, a map in tests.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+EnvLookup processEnv();
+
+/// Typed accessors with range checks. A malformed value is an Error naming the variable.
+Expected<bool> readBool(const EnvLookup& env, const char* name, bool fallback);
+std::optional<std::string> readText(const EnvLookup& env, const char* name);
+
+namespace setting {
+constexpr const char* kTunerTable = "NCCL_PILOT_TUNER_TABLE";
+constexpr const char* kTunerConfigFile = "NCCL_TUNER_CONFIG_FILE";
+constexpr const char* kTunerStrict = "NCCL_PILOT_TUNER_STRICT";
+constexpr const char* kTunerEnable = "NCCL_PILOT_TUNER";
+constexpr const char* kNcclAlgo = "NCCL_ALGO";
+constexpr const char* kNcclProto = "NCCL_PROTO";
+constexpr const char* kNcclDebug = "NCCL_DEBUG";
+}  // namespace setting
+
+}  // namespace pilot

@@ -1,0 +1,29 @@
+// Small, allocation-light text helpers shared by the parsers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pilot::text {
+
+std::string_view trim(std::string_view s);
+std::vector<std::string_view> split(std::string_view s, char separator);
+/// Splits on runs of spaces and tabs.
+std::vector<std::string_view> splitWhitespace(std::string_view s);
+bool equalsIgnoreCase(std::string_view a, std::string_view b);
+std::string toLower(std::string_view s);
+
+/// A non-negative decimal integer that fits in uint64_t; nothing else (no sign, no spaces).
+std::optional<uint64_t> parseUnsigned(std::string_view s);
+/// A signed decimal integer in [INT64_MIN, INT64_MAX].
+std::optional<int64_t> parseSigned(std::string_view s);
+/// A byte count with an optional binary suffix: 64, 4K, 4KiB, 16M, 1G, 2T (K=1024).
+/// Returns nullopt on garbage or overflow.
+std::optional<uint64_t> parseBytes(std::string_view s);
+/// Formats a byte count the way parseBytes reads it back (exact: 4K, 1536, 16G).
+std::string formatBytes(uint64_t bytes);
+
+}  // namespace pilot::text

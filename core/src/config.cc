@@ -1,0 +1,49 @@
+#include "pilot/core/config.h"
+
+#include <cstdlib>
+
+#include "pilot/core/text.h"
+
+namespace pilot {
+
+const std::vector<SettingInfo>& allSettings() {
+  // Function-local static: built on first use, not at dlopen (no static constructors).
+  static const std::vector<SettingInfo> settings = {
+      {setting::kTunerTable, SettingType::Path, "",
+       "tuning table the tuner applies (docs/tuning-table.md); unset = no table, NCCL decides",
+       nullptr},
+      {setting::kTunerConfigFile, SettingType::Path, "",
+       "read when NCCL_PILOT_TUNER_TABLE is unset, so NCCL example-tuner users switch unchanged",
+       nullptr},
+      {setting::kTunerStrict, SettingType::Bool, "0",
+       "1 = a table with any bad line, or an unreadable table, fails communicator init", nullptr},
+      {setting::kTunerEnable, SettingType::Bool, "1",
+       "0 = the tuner never touches NCCL's decisions (the library still loads)", nullptr},
+  };
+  return settings;
+}
+
+EnvLookup processEnv() {
+  return [](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
+}
+
+std::optional<std::string> readText(const EnvLookup& env, const char* name) {
+  auto value = env(name);
+  if (!value || text::trim(*value).empty()) return std::nullopt;
+  return std::string(text::trim(*value));
+}
+
+Expected<bool> readBool(const EnvLookup& env, const char* name, bool fallback) {
+  auto value = readText(env, name);
+  if (!value) return fallback;
+  std::string v = text::toLower(*value);
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  return Error{std::string(name) + "=" + *value + " is not a boolean (use 0 or 1)"};
+}
+
+}  // namespace pilot

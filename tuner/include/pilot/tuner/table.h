@@ -1,0 +1,88 @@
+// The tuning table: what a user (or `nccl-pilot fit`) writes, as parsed rules.
+// Format: docs/tuning-table.md. Two line syntaxes share one file:
+//   native:  allreduce size=0..64K algo=tree proto=ll nodes=2 channels=8
+//   NCCL example-tuner CSV:  allreduce,0,65536,tree,ll,-1,2,-1[,numPipeOps[,regBuff]]
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pilot/tuner/names.h"
+
+namespace pilot::tuner {
+
+/// An inclusive range of unsigned values. The default range matches everything.
+struct Range {
+  uint64_t lo = 0;
+  uint64_t hi = std::numeric_limits<uint64_t>::max();
+
+  bool any() const { return lo == 0 && hi == std::numeric_limits<uint64_t>::max(); }
+  bool contains(uint64_t v) const { return v >= lo && v <= hi; }
+  static Range exactly(uint64_t v) { return Range{v, v}; }
+};
+
+/// Bit sets over Algorithm / Protocol / Collective indices.
+using AlgoMask = uint8_t;
+using ProtoMask = uint8_t;
+using CollMask = uint8_t;
+constexpr AlgoMask bit(Algorithm a) { return static_cast<AlgoMask>(1u << static_cast<int>(a)); }
+constexpr ProtoMask bit(Protocol p) { return static_cast<ProtoMask>(1u << static_cast<int>(p)); }
+constexpr CollMask bit(Collective c) { return static_cast<CollMask>(1u << static_cast<int>(c)); }
+constexpr CollMask kAllCollectives = (1u << kNumCollectives) - 1;
+
+struct Rule {
+  CollMask collectives = 0;
+  Range size;                ///< bytes; NCCL's nBytes unless perRankSize
+  bool perRankSize = false;  ///< AllGather/ReduceScatter: size is nBytes / nRanks
+  Range nodes, ranks, ranksPerNode, pipeOps;
+  int regBuff = -1;  ///< -1 any, 0 or 1
+
+  /// The choice. 0 = not named. One bit in each = select that cell; anything else restricts
+  /// NCCL's own choice to the named algorithms x protocols (as NCCL_ALGO/NCCL_PROTO would).
+  AlgoMask algorithms = 0;
+  ProtoMask protocols = 0;
+  int channels = 0;        ///< 0 = keep NCCL's channel count
+  uint64_t chunkBytes = 0;  ///< 0 = keep NCCL's chunk size (tuner ABI v6)
+
+  int line = 0;  ///< 1-based line in the source file
+
+  bool selectsOneCell() const;
+  bool namesChoice() const { return algorithms != 0 || protocols != 0; }
+};
+
+struct Diagnostic {
+  int line = 0;  ///< 0 = the file as a whole
+  std::string message;
+};
+
+struct TuningTable {
+  std::string source;  ///< file name, for messages
+  std::vector<std::pair<std::string, std::string>> provenance;  ///< "#@ key: value" lines
+  std::vector<Rule> rules;
+};
+
+struct ParsedTable {
+  TuningTable table;
+  std::vector<Diagnostic> diagnostics;  ///< one per rejected line, in file order
+};
+
+/// Limits that keep hostile or accidental input bounded.
+constexpr size_t kMaxTableBytes = 64u << 20;
+constexpr size_t kMaxLineBytes = 4096;
+constexpr int kMaxChannels = 64;  ///< NCCL's MAXCHANNELS
+constexpr uint64_t kMaxChunkBytes = 1ull << 30;
+
+/// Parses table text. Never throws on bad input: bad lines become diagnostics and are skipped.
+ParsedTable parseTable(std::string_view text, std::string source);
+
+/// Reads and parses a file. An unreadable or oversized file yields one line-0 diagnostic.
+ParsedTable loadTableFile(const std::string& path);
+
+/// Formats one rule in the native syntax (round-trips through parseTable).
+std::string formatRule(const Rule& rule);
+
+}  // namespace pilot::tuner

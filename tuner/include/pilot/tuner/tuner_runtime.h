@@ -1,0 +1,95 @@
+// The tuner behind every exported ABI version. One TunerRuntime per process loads the table
+// once (NCCL_PILOT_TUNER_TABLE, else NCCL_TUNER_CONFIG_FILE) and caches one CompiledTable per
+// communicator shape; each communicator gets a cheap TunerContext that points at it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "pilot/core/config.h"
+#include "pilot/core/log.h"
+#include "pilot/core/result.h"
+#include "pilot/tuner/compiled_table.h"
+
+namespace pilot::tuner {
+
+struct ContextParams {
+  uint64_t nRanks = 1;
+  uint64_t nNodes = 1;
+  /// From NCCL's v5+ NVL-domain info when min == max ranks per domain; else derived.
+  std::optional<uint64_t> ranksPerNode;
+  /// NCCL said nodes hold different numbers of ranks: rules with rpn= never match.
+  bool unevenNodes = false;
+  int abiVersion = 6;
+};
+
+/// Per-communicator state. All calls are const, allocation-free and lock-free, so NCCL may call
+/// them from several threads on several contexts at once.
+class TunerContext {
+ public:
+  TunerContext(std::shared_ptr<const CompiledTable> table, std::unique_ptr<Logger> logger,
+               bool trace, int abiVersion);
+
+  /// v3+: edits NCCL's cost table (float[numAlgo][numProto]) and maybe *nChannels.
+  /// regBuff < 0 means the ABI does not pass it (v3): rules with regbuff= do not match.
+  void getCollInfo(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
+                   int numProto, int regBuff, int* nChannels) const noexcept;
+
+  /// v2 (NCCL 2.21): writes *algorithm and *protocol (both or neither) and maybe *nChannels.
+  void getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport, int nvlsSupport,
+                     int numPipeOps, int* algorithm, int* protocol, int* nChannels) const noexcept;
+
+  /// v6: the chunk size of the first rule matching (collective, size) whose choice admits the
+  /// algorithm and protocol NCCL selected, if that rule sets one.
+  void getChunkSize(int collType, uint64_t nBytes, int algo, int proto,
+                    size_t* chunkSize) const noexcept;
+
+  bool active() const { return table_ != nullptr; }
+  Logger& logger() const { return *logger_; }
+
+ private:
+  std::shared_ptr<const CompiledTable> compiled_;
+  const CompiledTable* table_ = nullptr;  // null: the context never touches anything
+  std::unique_ptr<Logger> logger_;
+  bool trace_ = false;
+  int abiVersion_ = 6;
+  uint64_t nNodes_ = 1;
+};
+
+class TunerRuntime {
+ public:
+  explicit TunerRuntime(EnvLookup env);
+
+  /// The process-wide runtime, reading the real environment. Never destroyed, so NCCL threads
+  /// that outlive static destruction still find it.
+  static TunerRuntime& process();
+
+  /// Builds a communicator's context. Fails only in strict mode with a bad table.
+  Expected<std::unique_ptr<TunerContext>> createContext(const ContextParams& params,
+                                                        std::unique_ptr<Logger> logger);
+
+  /// Compiled tables currently cached (one per communicator shape seen).
+  size_t cachedShapes();
+
+  static constexpr size_t kMaxCachedShapes = 256;
+
+ private:
+  struct Loaded {
+    bool enabled = false;
+    bool strictFailure = false;
+    std::string strictReason;
+    std::shared_ptr<const TuningTable> table;  // null: no table, NCCL decides
+  };
+  const Loaded& loadOnce(Logger& logger);
+
+  EnvLookup env_;
+  std::mutex mutex_;
+  std::optional<Loaded> loaded_;
+  std::map<CommShape, std::shared_ptr<const CompiledTable>> cache_;
+};
+
+}  // namespace pilot::tuner

@@ -1,0 +1,212 @@
+#include "pilot/tuner/tuner_runtime.h"
+
+#include "pilot/core/text.h"
+#include "pilot/tuner/decision.h"
+
+namespace pilot::tuner {
+namespace {
+
+constexpr size_t kMaxLoggedDiagnostics = 20;
+
+bool validCollective(int collType) { return collType >= 0 && collType < kNumCollectives; }
+
+void traceDecision(Logger& log, const char* abi, int collType, uint64_t nBytes, int numPipeOps,
+                   const Rule* rule) {
+  if (rule == nullptr) {
+    PILOT_LOG(log, Trace, subsys::Tuning, "%s %s %llu bytes pipeOps %d: no rule, NCCL decides", abi,
+              collectiveName(static_cast<Collective>(collType)),
+              static_cast<unsigned long long>(nBytes), numPipeOps);
+    return;
+  }
+  PILOT_LOG(log, Trace, subsys::Tuning, "%s %s %llu bytes pipeOps %d: line %d applied (%s)", abi,
+            collectiveName(static_cast<Collective>(collType)),
+            static_cast<unsigned long long>(nBytes), numPipeOps, rule->line,
+            formatRule(*rule).c_str());
+}
+
+}  // namespace
+
+TunerContext::TunerContext(std::shared_ptr<const CompiledTable> table,
+                           std::unique_ptr<Logger> logger, bool trace, int abiVersion)
+    : compiled_(std::move(table)),
+      table_(compiled_ && !compiled_->empty() ? compiled_.get() : nullptr),
+      logger_(std::move(logger)),
+      trace_(trace),
+      abiVersion_(abiVersion),
+      nNodes_(compiled_ ? compiled_->shape().nNodes : 1) {
+  if (!logger_) logger_ = std::make_unique<NullLogger>();
+}
+
+void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
+                               int numAlgo, int numProto, int regBuff,
+                               int* nChannels) const noexcept {
+  if (table_ == nullptr || costTable == nullptr || !validCollective(collType)) return;
+  const CostTableView view{costTable, numAlgo, numProto};
+  const uint64_t pipeOps = numPipeOps < 0 ? 0 : static_cast<uint64_t>(numPipeOps);
+  const Rule* hit = table_->firstMatch(static_cast<Collective>(collType), nBytes, [&](const Rule& r) {
+    if (!r.pipeOps.contains(pipeOps)) return false;
+    if (r.regBuff >= 0 && r.regBuff != regBuff) return false;
+    return applyToCostTable(r, view, nChannels) == Outcome::Applied;
+  });
+  if (trace_) traceDecision(*logger_, "getCollInfo", collType, nBytes, numPipeOps, hit);
+}
+
+void TunerContext::getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport,
+                                 int nvlsSupport, int numPipeOps, int* algorithm, int* protocol,
+                                 int* nChannels) const noexcept {
+  if (table_ == nullptr || algorithm == nullptr || protocol == nullptr ||
+      !validCollective(collType)) {
+    return;
+  }
+  const V2Support support{static_cast<Collective>(collType), collNetSupport == 1, nvlsSupport == 1,
+                          static_cast<int>(nNodes_)};
+  const uint64_t pipeOps = numPipeOps < 0 ? 0 : static_cast<uint64_t>(numPipeOps);
+  const Rule* hit = table_->firstMatch(static_cast<Collective>(collType), nBytes, [&](const Rule& r) {
+    if (!r.pipeOps.contains(pipeOps) || r.regBuff >= 0) return false;  // v2 has no regBuff
+    return applyV2(r, support, algorithm, protocol, nChannels) != V2Outcome::NotApplicable;
+  });
+  if (trace_) traceDecision(*logger_, "getCollInfo(v2)", collType, nBytes, numPipeOps, hit);
+}
+
+void TunerContext::getChunkSize(int collType, uint64_t nBytes, int algo, int proto,
+                                size_t* chunkSize) const noexcept {
+  if (table_ == nullptr || chunkSize == nullptr || !validCollective(collType)) return;
+  if (algo < 0 || algo >= kNumAlgorithms || proto < 0 || proto >= kNumProtocols) return;
+  const Rule* hit = table_->firstMatch(static_cast<Collective>(collType), nBytes, [&](const Rule& r) {
+    bool algoOk = r.algorithms == 0 || (r.algorithms & (1u << algo));
+    bool protoOk = r.protocols == 0 || (r.protocols & (1u << proto));
+    return algoOk && protoOk;
+  });
+  if (hit != nullptr && hit->chunkBytes > 0) *chunkSize = static_cast<size_t>(hit->chunkBytes);
+  if (trace_ && hit != nullptr && hit->chunkBytes > 0) {
+    PILOT_LOG(*logger_, Trace, subsys::Tuning, "getChunkSize %s %llu bytes: line %d chunk %llu",
+              collectiveName(static_cast<Collective>(collType)),
+              static_cast<unsigned long long>(nBytes), hit->line,
+              static_cast<unsigned long long>(hit->chunkBytes));
+  }
+}
+
+TunerRuntime::TunerRuntime(EnvLookup env) : env_(std::move(env)) {}
+
+TunerRuntime& TunerRuntime::process() {
+  static TunerRuntime* runtime = new TunerRuntime(processEnv());
+  return *runtime;
+}
+
+const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {
+  if (loaded_) return *loaded_;
+  Loaded& out = loaded_.emplace();
+
+  bool strict = false;
+  auto strictSetting = readBool(env_, setting::kTunerStrict, false);
+  if (strictSetting.ok()) {
+    strict = strictSetting.value();
+  } else {
+    PILOT_LOG(log, Warn, subsys::Tuning | subsys::Env, "%s; strict mode stays off",
+              strictSetting.error().c_str());
+  }
+  auto enabled = readBool(env_, setting::kTunerEnable, true);
+  if (!enabled.ok()) {
+    PILOT_LOG(log, Warn, subsys::Tuning | subsys::Env, "%s; the tuner stays on",
+              enabled.error().c_str());
+  } else if (!enabled.value()) {
+    PILOT_LOG(log, Info, subsys::Init | subsys::Tuning,
+              "disabled by %s=0; NCCL keeps its own decisions", setting::kTunerEnable);
+    return out;
+  }
+  out.enabled = true;
+
+  const char* from = setting::kTunerTable;
+  auto path = readText(env_, setting::kTunerTable);
+  if (!path) {
+    from = setting::kTunerConfigFile;
+    path = readText(env_, setting::kTunerConfigFile);
+  }
+  if (!path) {
+    PILOT_LOG(log, Info, subsys::Init | subsys::Tuning,
+              "no tuning table (set %s); NCCL keeps its own decisions", setting::kTunerTable);
+    return out;
+  }
+
+  ParsedTable parsed = loadTableFile(*path);
+  size_t logged = 0;
+  for (const Diagnostic& d : parsed.diagnostics) {
+    if (logged++ == kMaxLoggedDiagnostics) {
+      PILOT_LOG(log, Warn, subsys::Tuning, "%s: %zu more bad lines not shown", path->c_str(),
+                parsed.diagnostics.size() - kMaxLoggedDiagnostics);
+      break;
+    }
+    if (d.line == 0) {
+      PILOT_LOG(log, Warn, subsys::Tuning, "%s (from %s): %s; NCCL keeps its own decisions",
+                path->c_str(), from, d.message.c_str());
+    } else {
+      PILOT_LOG(log, Warn, subsys::Tuning, "%s:%d: %s; line skipped", path->c_str(), d.line,
+                d.message.c_str());
+    }
+  }
+  if (strict && !parsed.diagnostics.empty()) {
+    out.strictFailure = true;
+    out.strictReason = *path + ": " + std::to_string(parsed.diagnostics.size()) +
+                       " problem(s) and " + setting::kTunerStrict + "=1";
+    return out;
+  }
+  std::string provenance;
+  for (const auto& [key, value] : parsed.table.provenance) {
+    if (!provenance.empty()) provenance += ", ";
+    provenance += key + " " + value;
+  }
+  PILOT_LOG(log, Info, subsys::Init | subsys::Tuning, "loaded %zu rules from %s (%zu lines skipped)%s%s",
+            parsed.table.rules.size(), path->c_str(), parsed.diagnostics.size(),
+            provenance.empty() ? "" : "; ", provenance.c_str());
+  out.table = std::make_shared<const TuningTable>(std::move(parsed.table));
+  return out;
+}
+
+Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
+    const ContextParams& params, std::unique_ptr<Logger> logger) {
+  if (!logger) logger = std::make_unique<NullLogger>();
+  std::shared_ptr<const CompiledTable> compiled;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Loaded& loaded = loadOnce(*logger);
+    if (loaded.strictFailure) return Error{loaded.strictReason};
+    if (loaded.table) {
+      CommShape shape = CommShape::from(params.nRanks, params.nNodes);
+      if (params.ranksPerNode) shape.ranksPerNode = params.ranksPerNode;
+      if (params.unevenNodes) shape.ranksPerNode.reset();
+      auto it = cache_.find(shape);
+      if (it != cache_.end()) {
+        compiled = it->second;
+      } else {
+        compiled = std::make_shared<const CompiledTable>(CompiledTable::compile(*loaded.table, shape));
+        if (cache_.size() < kMaxCachedShapes) cache_.emplace(shape, compiled);
+      }
+    }
+  }
+  if (params.abiVersion == 2 && compiled &&
+      (readText(env_, setting::kNcclAlgo) || readText(env_, setting::kNcclProto))) {
+    // NCCL 2.21 takes a v2 plugin's algorithm/protocol over NCCL_ALGO/NCCL_PROTO.
+    PILOT_LOG(*logger, Info, subsys::Init | subsys::Tuning,
+              "NCCL_ALGO or NCCL_PROTO is set and this NCCL uses tuner ABI v2: the table steps "
+              "aside so the user's choice holds");
+    compiled.reset();
+  }
+  bool trace = false;
+  if (auto debug = readText(env_, setting::kNcclDebug)) trace = text::equalsIgnoreCase(*debug, "TRACE");
+  if (compiled) {
+    PILOT_LOG(*logger, Info, subsys::Init | subsys::Tuning,
+              "communicator %llu ranks on %llu nodes: %zu rules apply (tuner ABI v%d)",
+              static_cast<unsigned long long>(params.nRanks),
+              static_cast<unsigned long long>(params.nNodes), compiled->ruleCount(),
+              params.abiVersion);
+  }
+  return std::make_unique<TunerContext>(std::move(compiled), std::move(logger), trace,
+                                        params.abiVersion);
+}
+
+size_t TunerRuntime::cachedShapes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_.size();
+}
+
+}  // namespace pilot::tuner

@@ -28,7 +28,9 @@ ncclResult_t initContext(const ContextParams& params, ncclDebugLogger_t logFn, v
   if (context == nullptr) return ncclInvalidArgument;
   *context = nullptr;
   NcclLogger log(logFn, kPrefix);
-  return guard(&log, "init", ncclInternalError, [&]() -> ncclResult_t {
+  // An internal failure (even bad_alloc) leaves a null context, which every entry point treats
+  // as "NCCL decides": only strict mode may fail a communicator.
+  return guard(&log, "init", ncclSuccess, [&]() -> ncclResult_t {
     auto created =
         TunerRuntime::process().createContext(params, std::make_unique<NcclLogger>(logFn, kPrefix));
     if (!created.ok()) {

@@ -28,11 +28,12 @@ bool matchesShape(const Rule& r, const CommShape& s) {
 /// The rule's size range in NCCL's nBytes for this collective. NCCL passes AllGather and
 /// ReduceScatter sizes as the total over ranks; per-rank rules scale by nRanks (integer
 /// division floors, so the upper edge covers the whole last per-rank byte).
-Range totalBytesRange(const Rule& r, Collective c, uint64_t nRanks) {
+/// nullopt when the per-rank lower bound is above what any total can reach (never matches).
+std::optional<Range> totalBytesRange(const Rule& r, Collective c, uint64_t nRanks) {
   bool scaled = r.perRankSize && (c == Collective::AllGather || c == Collective::ReduceScatter);
   if (!scaled || nRanks <= 1) return r.size;
   Range out;
-  out.lo = saturatingMul(r.size.lo, nRanks);
+  if (__builtin_mul_overflow(r.size.lo, nRanks, &out.lo)) return std::nullopt;
   out.hi = r.size.hi == kMax ? kMax : saturatingAdd(saturatingMul(r.size.hi, nRanks), nRanks - 1);
   return out;
 }
@@ -70,18 +71,18 @@ CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& 
     const Collective c = static_cast<Collective>(ci);
     Lane& lane = out.lanes_[ci];
     std::vector<uint32_t> members;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (out.rules_[i].collectives & bit(c)) members.push_back(i);
-    }
     lane.ruleLo.assign(n, 0);
     lane.ruleHi.assign(n, 0);
     std::vector<uint64_t> cuts{0};
-    for (uint32_t i : members) {
-      Range range = totalBytesRange(out.rules_[i], c, shape.nRanks);
-      lane.ruleLo[i] = range.lo;
-      lane.ruleHi[i] = range.hi;
-      cuts.push_back(range.lo);
-      if (range.hi != kMax) cuts.push_back(range.hi + 1);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!(out.rules_[i].collectives & bit(c))) continue;
+      std::optional<Range> range = totalBytesRange(out.rules_[i], c, shape.nRanks);
+      if (!range) continue;
+      members.push_back(i);
+      lane.ruleLo[i] = range->lo;
+      lane.ruleHi[i] = range->hi;
+      cuts.push_back(range->lo);
+      if (range->hi != kMax) cuts.push_back(range->hi + 1);
     }
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());

@@ -67,9 +67,17 @@ bool v2Supports(Algorithm algo, const V2Support& s) {
 V2Outcome applyV2(const Rule& rule, const V2Support& support, int* algorithm, int* protocol,
                   int* nChannels) {
   if (rule.namesChoice()) {
-    if (!rule.selectsOneCell()) return V2Outcome::KeepNccl;
+    if (!rule.selectsOneCell()) {
+      // 2.21 takes both or neither: NCCL keeps its algorithm/protocol, the channels still apply.
+      if (rule.channels > 0 && nChannels != nullptr) *nChannels = rule.channels;
+      return V2Outcome::KeepNccl;
+    }
     auto a = static_cast<Algorithm>(lowestBit(rule.algorithms));
     if (!v2Supports(a, support)) return V2Outcome::NotApplicable;
+    // CollNet, NVLS and NVLSTree run the Simple protocol only, and 2.21 does not check.
+    if (a != Algorithm::Tree && a != Algorithm::Ring && !(rule.protocols & bit(Protocol::Simple))) {
+      return V2Outcome::NotApplicable;
+    }
     *algorithm = static_cast<int>(a);
     *protocol = lowestBit(rule.protocols);
   }

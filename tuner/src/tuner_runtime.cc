@@ -95,7 +95,7 @@ TunerRuntime& TunerRuntime::process() {
 
 const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {
   if (loaded_) return *loaded_;
-  Loaded& out = loaded_.emplace();
+  Loaded& out = loaded_.emplace(Loaded{});  // not emplace(): clang 14 rejects it (nested NSDMI)
 
   bool strict = false;
   auto strictSetting = readBool(env_, setting::kTunerStrict, false);

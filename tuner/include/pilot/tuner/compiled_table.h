@@ -29,6 +29,8 @@ class CompiledTable {
 
   /// Calls visit(rule) for each rule matching (coll, nBytes), highest priority first, until
   /// visit returns true. Returns the rule that stopped the walk, or nullptr.
+  /// Requirement: visit must accept a rule that names no choice and has no pipeops/regbuff
+  /// condition, because compile() drops the rules behind such a rule (they are unreachable).
   template <typename Visit>
   const Rule* firstMatch(Collective coll, uint64_t nBytes, Visit&& visit) const;
   const Rule& rule(uint32_t index) const { return rules_[index]; }

@@ -42,7 +42,8 @@ struct V2Support {
 };
 enum class V2Outcome {
   NotApplicable,  ///< unsupported cell: try the next rule
-  KeepNccl,       ///< the rule restricts (cannot be said through v2): NCCL keeps its choice
+  KeepNccl,       ///< the rule restricts (cannot be said through v2): NCCL keeps its
+                  ///< algorithm/protocol; the rule's channels still apply
   Applied,
 };
 V2Outcome applyV2(const Rule& rule, const V2Support& support, int* algorithm, int* protocol,

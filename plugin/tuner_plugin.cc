@@ -67,8 +67,9 @@ ncclResult_t initV5(void** context, uint64_t /*commId*/, size_t nRanks, size_t n
   params.nRanks = nRanks;
   params.nNodes = nNodes;
   params.abiVersion = Version;
-  if (nvl != nullptr) {
-    // NCCL fills one NVL domain per node with min/max local ranks.
+  if (nvl != nullptr && static_cast<size_t>(nvl->nNvlDomains) == nNodes) {
+    // NCCL fills one NVL domain per node with min/max local ranks. Anything else (a domain
+    // spanning nodes) is not ranks per node: derive it from nRanks / nNodes instead.
     if (nvl->minRanksPerNvlDomain > 0 && nvl->minRanksPerNvlDomain == nvl->maxRanksPerNvlDomain) {
       params.ranksPerNode = static_cast<uint64_t>(nvl->minRanksPerNvlDomain);
     } else {

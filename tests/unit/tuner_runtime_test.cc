@@ -394,6 +394,27 @@ TEST_F(RuntimeTest, ChunkSizeComesFromTheFirstRuleAdmittingTheSelectedCell) {
   EXPECT_EQ(chunkFor(5, 4096, kTree, kLL), 12345u);
 }
 
+TEST_F(RuntimeTest, ChunkSizeFollowsTheRuleGetCollInfoApplied) {
+  // Line 1 needs registered buffers; NCCL says they are not, so line 2 decides and its (absent)
+  // chunk must hold, not line 1's.
+  std::string path = dir_.write("t.table",
+                                "allreduce regbuff=1 algo=ring proto=simple chunk=1M\n"
+                                "allreduce algo=ring proto=simple\n");
+  auto ctx = createWith({{"NCCL_PILOT_TUNER_TABLE", path}});
+  ASSERT_NE(ctx, nullptr);
+  for (int regBuff : {0, 1}) {
+    SCOPED_TRACE(regBuff);
+    std::vector<float> cells(kNumAlgorithms * kNumProtocols, 10.0f);
+    int nChannels = 0;
+    ctx->getCollInfo(kAllReduce, 8192, 1, cells.data(), kNumAlgorithms, kNumProtocols, regBuff,
+                     &nChannels);
+    EXPECT_EQ(cells[kRing * 3 + kSimple], 0.0f);
+    size_t chunk = 777;
+    ctx->getChunkSize(kAllReduce, 8192, kRing, kSimple, &chunk);
+    EXPECT_EQ(chunk, regBuff == 1 ? (1u << 20) : 777u);
+  }
+}
+
 TEST_F(RuntimeTest, InvalidCollectiveIsIgnored) {
   std::string path = dir_.write("t.table", "any algo=ring proto=ll channels=3\n");
   auto ctx = createWith({{"NCCL_PILOT_TUNER_TABLE", path}});

@@ -48,6 +48,9 @@ void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps, fl
     if (r.regBuff >= 0 && r.regBuff != regBuff) return false;
     return applyToCostTable(r, view, nChannels) == Outcome::Applied;
   });
+  memoRule_.store(packMemo(collType, hit ? table_->indexOf(hit) : kNoRule),
+                  std::memory_order_relaxed);
+  memoBytes_.store(nBytes, std::memory_order_relaxed);
   if (trace_) traceDecision(*logger_, "getCollInfo", collType, nBytes, numPipeOps, hit);
 }
 
@@ -72,11 +75,20 @@ void TunerContext::getChunkSize(int collType, uint64_t nBytes, int algo, int pro
                                 size_t* chunkSize) const noexcept {
   if (table_ == nullptr || chunkSize == nullptr || !validCollective(collType)) return;
   if (algo < 0 || algo >= kNumAlgorithms || proto < 0 || proto >= kNumProtocols) return;
-  const Rule* hit = table_->firstMatch(static_cast<Collective>(collType), nBytes, [&](const Rule& r) {
+  auto admits = [&](const Rule& r) {
     bool algoOk = r.algorithms == 0 || (r.algorithms & (1u << algo));
     bool protoOk = r.protocols == 0 || (r.protocols & (1u << proto));
     return algoOk && protoOk;
-  });
+  };
+  const Rule* hit = nullptr;
+  const uint32_t memo = memoRule_.load(std::memory_order_relaxed);
+  if (memoBytes_.load(std::memory_order_relaxed) == nBytes &&
+      (memo >> 24) == static_cast<uint32_t>(collType)) {
+    const uint32_t index = memo & kNoRule;
+    if (index != kNoRule && admits(table_->rule(index))) hit = &table_->rule(index);
+  } else {
+    hit = table_->firstMatch(static_cast<Collective>(collType), nBytes, admits);
+  }
   if (hit != nullptr && hit->chunkBytes > 0) *chunkSize = static_cast<size_t>(hit->chunkBytes);
   if (trace_ && hit != nullptr && hit->chunkBytes > 0) {
     PILOT_LOG(*logger_, Trace, subsys::Tuning, "getChunkSize %s %llu bytes: line %d chunk %llu",
@@ -89,8 +101,8 @@ void TunerContext::getChunkSize(int collType, uint64_t nBytes, int algo, int pro
 TunerRuntime::TunerRuntime(EnvLookup env) : env_(std::move(env)) {}
 
 TunerRuntime& TunerRuntime::process() {
-  static TunerRuntime* runtime = new TunerRuntime(processEnv());
-  return *runtime;
+  static TunerRuntime runtime(processEnv());
+  return runtime;
 }
 
 const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {

@@ -34,6 +34,7 @@ class CompiledTable {
   template <typename Visit>
   const Rule* firstMatch(Collective coll, uint64_t nBytes, Visit&& visit) const;
   const Rule& rule(uint32_t index) const { return rules_[index]; }
+  uint32_t indexOf(const Rule* r) const { return static_cast<uint32_t>(r - rules_.data()); }
   size_t ruleCount() const { return rules_.size(); }
   bool empty() const { return rules_.empty(); }
   const CommShape& shape() const { return shape_; }

@@ -3,6 +3,7 @@
 // communicator shape; each communicator gets a cheap TunerContext that points at it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -43,8 +44,10 @@ class TunerContext {
   void getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport, int nvlsSupport,
                      int numPipeOps, int* algorithm, int* protocol, int* nChannels) const noexcept;
 
-  /// v6: the chunk size of the first rule matching (collective, size) whose choice admits the
-  /// algorithm and protocol NCCL selected, if that rule sets one.
+  /// v6: the chunk size of the rule getCollInfo applied to this operation, if it sets one and
+  /// its choice admits the algorithm and protocol NCCL selected. NCCL calls getChunkSize right
+  /// after getCollInfo for the same operation on the same thread; when the two calls do not
+  /// pair up, the first rule matching (collective, size) that admits the cell is used.
   void getChunkSize(int collType, uint64_t nBytes, int algo, int proto,
                     size_t* chunkSize) const noexcept;
 
@@ -58,14 +61,24 @@ class TunerContext {
   bool trace_ = false;
   int abiVersion_ = 6;
   uint64_t nNodes_ = 1;
+
+  // The decision of the last getCollInfo, for getChunkSize. Relaxed atomics: NCCL drives one
+  // communicator from one thread at a time, so they only need to be free of data races.
+  static constexpr uint32_t kNoRule = 0xffffff;
+  static uint32_t packMemo(int collType, uint32_t rule) {
+    return (static_cast<uint32_t>(collType) << 24) | rule;
+  }
+  mutable std::atomic<uint64_t> memoBytes_{~0ull};
+  mutable std::atomic<uint32_t> memoRule_{~0u};
 };
 
 class TunerRuntime {
  public:
   explicit TunerRuntime(EnvLookup env);
 
-  /// The process-wide runtime, reading the real environment. Never destroyed, so NCCL threads
-  /// that outlive static destruction still find it.
+  /// The process-wide runtime, reading the real environment. Destroyed when the library is
+  /// unloaded (NCCL unloads the tuner when its last communicator goes and may load it again):
+  /// contexts share ownership of their compiled tables, so none dangles meanwhile.
   static TunerRuntime& process();
 
   /// Builds a communicator's context. Fails only in strict mode with a bad table.

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages nccl-pilot needs to build and test; skips what is present.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ make pkgconf binutils
+  libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
+  libcli11-dev nlohmann-json3-dev              # the nccl-pilot tool
+  clang libclang-rt-14-dev                     # libFuzzer targets
+  shellcheck                                   # lint of our shell scripts
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "installing: ${missing[*]}" >&2
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >/dev/null

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# README step 1: install dependencies, build (build/), and run the demo on bundled data.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tools/install-deps.sh
+cmake --preset release >/dev/null
+cmake --build --preset release
+
+pilot=build/bin/nccl-pilot
+table=examples/h100-2node.table
+step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "${*:2}"; "${@:2}"; }
+
+step "What the library exports" "$pilot" version
+step "The example table's all-reduce decisions on 2 x 8 GPUs, as NCCL 2.28 sees them" \
+  "$pilot" explain --table "$table" --coll allreduce --nodes 2 --ranks 16 --nccl 2.28
+step "All-gather keyed on per-rank bytes, with chunk sizes (NCCL 2.30, tuner ABI v6)" \
+  "$pilot" explain --table "$table" --coll allgather --nodes 2 --ranks 16 --nccl 2.30
+step "The same all-reduce when NCCL_ALGO excludes Tree: a rule whose cell NCCL disabled steps aside" \
+  "$pilot" explain --table "$table" --coll allreduce --nodes 2 --ranks 16 --nccl 2.28 \
+  --disable tree

@@ -6,6 +6,8 @@ packages=(
   cmake ninja-build g++ make pkgconf binutils
   libgtest-dev libgmock-dev libbenchmark-dev   # tests and benchmarks
   libcli11-dev nlohmann-json3-dev              # the nccl-pilot tool
+  libhwloc-dev hwloc                           # topology (headers; lstopo for the benchmark)
+  iproute2                                     # network namespaces for transport tests
   clang libclang-rt-14-dev                     # libFuzzer targets
   shellcheck                                   # lint of our shell scripts
 )

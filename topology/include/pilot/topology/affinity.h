@@ -1,0 +1,36 @@
+// Pairing GPUs with NICs by PCIe distance, and the flat-VM repair.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pilot/topology/model.h"
+
+namespace pilot::topology {
+
+struct GpuNicPair {
+  int gpu = -1;            ///< index into Machine::gpus
+  std::vector<int> nics;   ///< indices into Machine::nics; several = rails
+  PathType path = PathType::SYS;
+  std::string why;         ///< one line: "same PCIe switch 0000:07:00.0", "shares NIC with ..."
+};
+
+/// Deterministic: each GPU gets the NIC(s) at its best path type; GPUs with the same best set
+/// split it (more NICs than GPUs -> rails; fewer -> GPUs share, contiguously, in bus-id order).
+/// Only NICs that can carry NCCL traffic are considered (RDMA devices, else Ethernet with a
+/// PCI device); a machine without NICs gets no pairs.
+std::vector<GpuNicPair> pairGpusWithNics(const Machine& machine);
+
+struct RepairResult {
+  Machine machine;       ///< with synthetic switches inserted
+  bool repaired = false;
+  std::vector<std::string> actions;  ///< one line per synthetic switch
+};
+
+/// Flat-VM repair: when a GPU and its paired NIC (same NUMA node) reach each other only through
+/// root ports or a host bridge (no real switch), insert a synthetic switch (class 0x060400, bus
+/// id ffff:ff:NN.0, which exists on no machine) holding both, as Azure's files do, so NCCL sees
+/// them as PIX and enables GPU Direct RDMA. Pairs already PIX/PXB are left alone.
+RepairResult repairFlatTopology(const Machine& machine, const std::vector<GpuNicPair>& pairs);
+
+}  // namespace pilot::topology

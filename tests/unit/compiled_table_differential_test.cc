@@ -232,7 +232,7 @@ class Generator {
 void compareOnQueries(const TuningTable& table, const CommShape& shape, Generator& gen, int queries,
                       const char* label) {
   auto compiled = std::make_shared<const CompiledTable>(CompiledTable::compile(table, shape));
-  TunerContext ctx(compiled, nullptr, false, 6);
+  TunerContext ctx(compiled, nullptr, false);
   Reference ref{table, shape, {}};
   for (int q = 0; q < queries; ++q) {
     const int coll = static_cast<int>(gen.below(kNumCollectives));

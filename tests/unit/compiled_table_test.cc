@@ -42,7 +42,7 @@ int firstLine(const CompiledTable& t, Collective coll, uint64_t nBytes) {
 std::unique_ptr<TunerContext> contextFor(const std::string& text, CommShape shape) {
   auto compiled =
       std::make_shared<const CompiledTable>(CompiledTable::compile(tableOf(text), shape));
-  return std::make_unique<TunerContext>(std::move(compiled), nullptr, false, 6);
+  return std::make_unique<TunerContext>(std::move(compiled), nullptr, false);
 }
 
 TEST(CompiledTable, EmptyTableMatchesNothing) {

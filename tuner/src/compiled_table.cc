@@ -60,6 +60,28 @@ bool CommShape::operator<(const CommShape& o) const {
   return ranksPerNode < o.ranksPerNode;
 }
 
+namespace {
+
+HotRule makeHot(const Rule& r, uint32_t index, const Range& size) {
+  HotRule h{};
+  h.sizeLo = size.lo;
+  h.sizeHi = size.hi;
+  h.pipeLo = static_cast<uint32_t>(std::min<uint64_t>(r.pipeOps.lo, UINT32_MAX));
+  h.pipeHi = static_cast<uint32_t>(std::min<uint64_t>(r.pipeOps.hi, UINT32_MAX));
+  h.rule = index;
+  h.channels = static_cast<int16_t>(r.channels);
+  h.regBuff = static_cast<int8_t>(r.regBuff);
+  h.selectAlgo = h.selectProto = -1;
+  if (r.selectsOneCell()) {
+    h.selectAlgo = static_cast<int8_t>(__builtin_ctz(r.algorithms));
+    h.selectProto = static_cast<int8_t>(__builtin_ctz(r.protocols));
+  }
+  h.namesChoice = r.namesChoice() ? 1 : 0;
+  return h;
+}
+
+}  // namespace
+
 CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& shape) {
   CompiledTable out;
   out.shape_ = shape;
@@ -70,55 +92,55 @@ CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& 
   for (int ci = 0; ci < kNumCollectives; ++ci) {
     const Collective c = static_cast<Collective>(ci);
     Lane& lane = out.lanes_[ci];
-    std::vector<uint32_t> members;
-    lane.ruleLo.assign(n, 0);
-    lane.ruleHi.assign(n, 0);
+    std::vector<HotRule> members;
     std::vector<uint64_t> cuts{0};
     for (uint32_t i = 0; i < n; ++i) {
       if (!(out.rules_[i].collectives & bit(c))) continue;
       std::optional<Range> range = totalBytesRange(out.rules_[i], c, shape.nRanks);
       if (!range) continue;
-      members.push_back(i);
-      lane.ruleLo[i] = range->lo;
-      lane.ruleHi[i] = range->hi;
+      members.push_back(makeHot(out.rules_[i], i, *range));
       cuts.push_back(range->lo);
       if (range->hi != kMax) cuts.push_back(range->hi + 1);
     }
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    lane.starts = cuts;
 
     // Count first, so a pathological table degrades to a linear scan instead of a huge index.
     size_t total = 0;
     std::vector<char> closed(cuts.size(), 0);
-    std::vector<std::vector<uint32_t>> lists(cuts.size());
+    std::vector<std::vector<HotRule>> lists(cuts.size());
     bool overflow = false;
-    for (uint32_t i : members) {
-      auto first = std::lower_bound(cuts.begin(), cuts.end(), lane.ruleLo[i]) - cuts.begin();
-      auto last = std::upper_bound(cuts.begin(), cuts.end(), lane.ruleHi[i]) - cuts.begin();
-      for (auto k = first; k < last; ++k) {
+    for (const HotRule& h : members) {
+      auto first = std::lower_bound(cuts.begin(), cuts.end(), h.sizeLo) - cuts.begin();
+      auto last = std::upper_bound(cuts.begin(), cuts.end(), h.sizeHi) - cuts.begin();
+      for (auto k = first; k < last && !overflow; ++k) {
         if (closed[k]) continue;
-        lists[k].push_back(i);
-        if (alwaysApplies(out.rules_[i])) closed[k] = 1;
-        if (++total > kMaxEntriesPerLane) {
-          overflow = true;
-          break;
-        }
+        lists[k].push_back(h);
+        if (alwaysApplies(out.rules_[h.rule])) closed[k] = 1;
+        overflow = ++total > kMaxEntriesPerLane;
       }
       if (overflow) break;
     }
     if (overflow) {
-      lane.starts.clear();
-      lane.linear = members;
+      lane.linear = std::move(members);
       continue;
     }
-    lane.offsets.reserve(cuts.size() + 1);
+    lane.starts = std::move(cuts);
+    lane.offsets.reserve(lane.starts.size() + 1);
     lane.entries.reserve(total);
     for (const auto& list : lists) {
       lane.offsets.push_back(static_cast<uint32_t>(lane.entries.size()));
       lane.entries.insert(lane.entries.end(), list.begin(), list.end());
     }
     lane.offsets.push_back(static_cast<uint32_t>(lane.entries.size()));
+    const auto intervalOf = [&](uint64_t v) {
+      return static_cast<uint32_t>(
+          std::upper_bound(lane.starts.begin(), lane.starts.end(), v) - lane.starts.begin() - 1);
+    };
+    for (unsigned b = 0; b <= 64; ++b) {
+      lane.byBitLength[b] = intervalOf(b == 0 ? 0 : (uint64_t{1} << (b - 1)));
+    }
+    lane.byBitLength[65] = static_cast<uint32_t>(lane.starts.size() - 1);
   }
   return out;
 }

@@ -27,12 +27,11 @@ void traceDecision(Logger& log, const char* abi, int collType, uint64_t nBytes, 
 }  // namespace
 
 TunerContext::TunerContext(std::shared_ptr<const CompiledTable> table,
-                           std::unique_ptr<Logger> logger, bool trace, int abiVersion)
+                           std::unique_ptr<Logger> logger, bool trace)
     : compiled_(std::move(table)),
       table_(compiled_ && !compiled_->empty() ? compiled_.get() : nullptr),
       logger_(std::move(logger)),
       trace_(trace),
-      abiVersion_(abiVersion),
       nNodes_(compiled_ ? compiled_->shape().nNodes : 1) {
   if (!logger_) logger_ = std::make_unique<NullLogger>();
 }
@@ -41,17 +40,35 @@ void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps, fl
                                int numAlgo, int numProto, int regBuff,
                                int* nChannels) const noexcept {
   if (table_ == nullptr || costTable == nullptr || !validCollective(collType)) return;
-  const CostTableView view{costTable, numAlgo, numProto};
-  const uint64_t pipeOps = numPipeOps < 0 ? 0 : static_cast<uint64_t>(numPipeOps);
-  const Rule* hit = table_->firstMatch(static_cast<Collective>(collType), nBytes, [&](const Rule& r) {
-    if (!r.pipeOps.contains(pipeOps)) return false;
-    if (r.regBuff >= 0 && r.regBuff != regBuff) return false;
-    return applyToCostTable(r, view, nChannels) == Outcome::Applied;
-  });
-  memoRule_.store(packMemo(collType, hit ? table_->indexOf(hit) : kNoRule),
-                  std::memory_order_relaxed);
+  const uint32_t pipeOps = numPipeOps < 0 ? 0 : static_cast<uint32_t>(numPipeOps);
+  const CompiledTable::Span span = table_->candidates(static_cast<Collective>(collType), nBytes);
+  const HotRule* hit = nullptr;
+  for (const HotRule* h = span.begin; h != span.end; ++h) {
+    if (nBytes < h->sizeLo || nBytes > h->sizeHi) continue;
+    if (pipeOps < h->pipeLo || pipeOps > h->pipeHi) continue;
+    if (h->regBuff >= 0 && h->regBuff != regBuff) continue;
+    if (h->selectAlgo >= 0) {
+      // The common case, inline: one cell, written only if NCCL left it usable.
+      if (h->selectAlgo >= numAlgo || h->selectProto >= numProto) continue;
+      float& cell = costTable[h->selectAlgo * numProto + h->selectProto];
+      if (!(cell >= 0.0f)) continue;
+      cell = 0.0f;
+      if (h->channels > 0 && nChannels != nullptr) *nChannels = h->channels;
+    } else if (h->namesChoice) {
+      const CostTableView view{costTable, numAlgo, numProto};
+      if (applyToCostTable(table_->rule(h->rule), view, nChannels) != Outcome::Applied) continue;
+    } else if (h->channels > 0 && nChannels != nullptr) {
+      *nChannels = h->channels;
+    }
+    hit = h;
+    break;
+  }
+  memoRule_.store(packMemo(collType, hit ? hit->rule : kNoRule), std::memory_order_relaxed);
   memoBytes_.store(nBytes, std::memory_order_relaxed);
-  if (trace_) traceDecision(*logger_, "getCollInfo", collType, nBytes, numPipeOps, hit);
+  if (trace_) {
+    traceDecision(*logger_, "getCollInfo", collType, nBytes, numPipeOps,
+                  hit ? &table_->rule(hit->rule) : nullptr);
+  }
 }
 
 void TunerContext::getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport,
@@ -212,8 +229,7 @@ Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
               static_cast<unsigned long long>(params.nNodes), compiled->ruleCount(),
               params.abiVersion);
   }
-  return std::make_unique<TunerContext>(std::move(compiled), std::move(logger), trace,
-                                        params.abiVersion);
+  return std::make_unique<TunerContext>(std::move(compiled), std::move(logger), trace);
 }
 
 size_t TunerRuntime::cachedShapes() {

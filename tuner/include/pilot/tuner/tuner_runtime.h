@@ -33,7 +33,7 @@ struct ContextParams {
 class TunerContext {
  public:
   TunerContext(std::shared_ptr<const CompiledTable> table, std::unique_ptr<Logger> logger,
-               bool trace, int abiVersion);
+               bool trace);
 
   /// v3+: edits NCCL's cost table (float[numAlgo][numProto]) and maybe *nChannels.
   /// regBuff < 0 means the ABI does not pass it (v3): rules with regbuff= do not match.
@@ -59,7 +59,6 @@ class TunerContext {
   const CompiledTable* table_ = nullptr;  // null: the context never touches anything
   std::unique_ptr<Logger> logger_;
   bool trace_ = false;
-  int abiVersion_ = 6;
   uint64_t nNodes_ = 1;
 
   // The decision of the last getCollInfo, for getChunkSize. Relaxed atomics: NCCL drives one

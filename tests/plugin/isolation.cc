@@ -1,0 +1,138 @@
+#include "isolation.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+// Present in sanitizer builds only: lets a child run the leak check that _exit would skip.
+extern "C" int __lsan_do_recoverable_leak_check() __attribute__((weak));
+
+namespace fake {
+namespace {
+
+std::mutex gLogMutex;
+std::vector<LogLine>& logLines() {
+  static std::vector<LogLine> lines;
+  return lines;
+}
+
+[[noreturn]] void finishChild(int status) {
+  if (status == 0 && ::testing::Test::HasFailure()) status = 1;
+  if (status == 0 && __lsan_do_recoverable_leak_check && __lsan_do_recoverable_leak_check()) {
+    status = 3;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(status);  // no atexit handlers: they belong to the parent's gtest run
+}
+
+}  // namespace
+
+void inChild(const std::function<void()>& body) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  ASSERT_NE(pid, -1) << "fork: " << std::strerror(errno);
+  if (pid == 0) {
+    int status = 0;
+    try {
+      resetEnv();
+      body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: uncaught exception: %s\n", e.what());
+      status = 2;
+    } catch (...) {
+      std::fprintf(stderr, "child: uncaught exception\n");
+      status = 2;
+    }
+    finishChild(status);
+  }
+  int status = 0;
+  pid_t waited;
+  do {
+    waited = waitpid(pid, &status, 0);
+  } while (waited == -1 && errno == EINTR);
+  ASSERT_EQ(waited, pid) << "waitpid: " << std::strerror(errno);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "child killed by signal " << WTERMSIG(status) << " ("
+                                    << strsignal(WTERMSIG(status)) << ")";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "the child scenario failed (1: assertions above, 2: exception, 3: leak)";
+}
+
+void resetEnv() {
+  for (const char* name :
+       {"NCCL_PILOT_TUNER_TABLE", "NCCL_TUNER_CONFIG_FILE", "NCCL_PILOT_TUNER_STRICT",
+        "NCCL_PILOT_TUNER", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS"}) {
+    unsetenv(name);
+  }
+}
+
+void setEnv(const char* name, const std::string& value) {
+  setenv(name, value.c_str(), 1);
+}
+
+TempTable::TempTable(const std::string& text) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string pattern = std::string(dir && *dir ? dir : "/tmp") + "/pilot-fake-nccl-XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  const int fd = mkstemp(name.data());
+  if (fd < 0) throw std::runtime_error("mkstemp: " + std::string(std::strerror(errno)));
+  path_ = name.data();
+  const ssize_t written = write(fd, text.data(), text.size());
+  close(fd);
+  if (written != static_cast<ssize_t>(text.size())) throw std::runtime_error("short write");
+}
+
+TempTable::~TempTable() {
+  unlink(path_.c_str());
+}
+
+void captureLog(ncclDebugLogLevel level, unsigned long flags, const char* /*file*/, int /*line*/,
+                const char* fmt, ...) {
+  char buffer[2048];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buffer, sizeof(buffer), fmt, args);
+  va_end(args);
+  std::lock_guard<std::mutex> lock(gLogMutex);
+  logLines().push_back({static_cast<int>(level), flags, buffer});
+}
+
+std::vector<LogLine> capturedLogs() {
+  std::lock_guard<std::mutex> lock(gLogMutex);
+  return logLines();
+}
+
+void clearCapturedLogs() {
+  std::lock_guard<std::mutex> lock(gLogMutex);
+  logLines().clear();
+}
+
+bool logged(int level, const std::vector<std::string>& needles) {
+  for (const LogLine& l : capturedLogs()) {
+    if (l.level != level) continue;
+    bool all = true;
+    for (const std::string& n : needles) all = all && l.text.find(n) != std::string::npos;
+    if (all) return true;
+  }
+  return false;
+}
+
+std::string dumpLogs() {
+  std::string out;
+  for (const LogLine& l : capturedLogs()) {
+    out += "  [" + std::to_string(l.level) + "] " + l.text + "\n";
+  }
+  return out.empty() ? "  (no log lines)\n" : out;
+}
+
+}  // namespace fake

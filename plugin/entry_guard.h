@@ -5,23 +5,31 @@
 #pragma once
 
 #include <exception>
+#include <utility>
 
 #include "abi/nccl_common.h"
 #include "pilot/core/log.h"
 
 namespace pilot::plugin {
 
+/// `flags` are the NCCL debug subsystems of the WARN line (the net plugin logs under NET).
 template <typename Body>
-nccl::ncclResult_t guard(Logger* log, const char* where, nccl::ncclResult_t onFailure,
-                         Body&& body) noexcept {
+nccl::ncclResult_t guard(Logger* log, unsigned long flags, const char* where,
+                         nccl::ncclResult_t onFailure, Body&& body) noexcept {
   try {
     return body();
   } catch (const std::exception& e) {
-    if (log) PILOT_LOG(*log, Warn, subsys::Tuning, "%s: internal error: %s", where, e.what());
+    if (log) PILOT_LOG(*log, Warn, flags, "%s: internal error: %s", where, e.what());
   } catch (...) {
-    if (log) PILOT_LOG(*log, Warn, subsys::Tuning, "%s: internal error", where);
+    if (log) PILOT_LOG(*log, Warn, flags, "%s: internal error", where);
   }
   return onFailure;
+}
+
+template <typename Body>
+nccl::ncclResult_t guard(Logger* log, const char* where, nccl::ncclResult_t onFailure,
+                         Body&& body) noexcept {
+  return guard(log, subsys::Tuning, where, onFailure, std::forward<Body>(body));
 }
 
 }  // namespace pilot::plugin

@@ -18,6 +18,7 @@ struct Command {
 
 Command addVersionCommand(CLI::App& app);
 Command addExplainCommand(CLI::App& app);
+Command addTopoCommand(CLI::App& app);
 
 /// Exit statuses: 1 for a failure while running, 2 for bad arguments.
 constexpr int kExitFailure = 1;

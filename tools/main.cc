@@ -19,21 +19,24 @@ int reportError(const std::string& message, int status) {
 
 int main(int argc, char** argv) {
   using namespace pilot::cli;
-  CLI::App app{"Inspect the nccl-pilot plugin library and explain its tuning decisions.",
-               "nccl-pilot"};
+  CLI::App app{
+      "Inspect the nccl-pilot plugin library, explain its tuning decisions and show the "
+      "topology it gives NCCL.",
+      "nccl-pilot"};
   app.set_version_flag("--version", std::string("nccl-pilot ") + PILOT_VERSION);
   app.require_subcommand(1);
 
-  const std::vector<Command> commands = {addVersionCommand(app), addExplainCommand(app)};
+  const std::vector<Command> commands = {addVersionCommand(app), addExplainCommand(app),
+                                         addTopoCommand(app)};
 
   // CLI11 would report a mistyped command as a missing one; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const Command& command : commands) known = known || command.app->check_name(argv[1]);
     if (!known) {
-      return reportError(
-          "unknown command '" + std::string(argv[1]) + "' (commands: version, explain; try --help)",
-          kExitUsage);
+      return reportError("unknown command '" + std::string(argv[1]) +
+                             "' (commands: version, explain, topo; try --help)",
+                         kExitUsage);
     }
   }
   try {

@@ -19,6 +19,22 @@ const std::vector<SettingInfo>& allSettings() {
        "1 = a table with any bad line, or an unreadable table, fails communicator init", nullptr},
       {setting::kTunerEnable, SettingType::Bool, "1",
        "0 = the tuner never touches NCCL's decisions (the library still loads)", nullptr},
+      {setting::kTopo, SettingType::Bool, "1",
+       "0 = the net plugin writes no topology file (NCCL_TOPO_FILE) and NCCL detects on its own",
+       nullptr},
+      {setting::kTopoRepair, SettingType::Bool, "1",
+       "1 = in a flat VM, put each GPU and its NIC under a synthetic PCIe switch so NCCL uses "
+       "GPU Direct RDMA",
+       nullptr},
+      {setting::kTopoDump, SettingType::Path, "",
+       "also write a copy of the topology file the plugin gives NCCL to this path", nullptr},
+      {setting::kHwlocXml, SettingType::Path, "",
+       "detect from this hwloc XML export (lstopo --of xml) instead of the live machine", nullptr},
+      {setting::kSysfsRoot, SettingType::Path, "/",
+       "directory that holds sys/ and proc/ for detection (tests replay recorded trees)", nullptr},
+      {setting::kTransport, SettingType::Enum, "none",
+       "network transport of the net plugin; none = topology only, NCCL keeps its own IB/Socket",
+       "none|socket"},
   };
   return settings;
 }
@@ -35,6 +51,16 @@ std::optional<std::string> readText(const EnvLookup& env, const char* name) {
   auto value = env(name);
   if (!value || text::trim(*value).empty()) return std::nullopt;
   return std::string(text::trim(*value));
+}
+
+Expected<std::string> readChoice(const EnvLookup& env, const char* name, const char* choices,
+                                 const char* fallback) {
+  auto value = readText(env, name);
+  if (!value) return std::string(fallback);
+  for (std::string_view choice : text::split(choices, '|')) {
+    if (text::equalsIgnoreCase(choice, *value)) return std::string(choice);
+  }
+  return Error{std::string(name) + "=" + *value + " is not one of " + choices};
 }
 
 Expected<bool> readBool(const EnvLookup& env, const char* name, bool fallback) {

@@ -33,6 +33,9 @@ EnvLookup processEnv();
 /// Typed accessors with range checks. A malformed value is an Error naming the variable.
 Expected<bool> readBool(const EnvLookup& env, const char* name, bool fallback);
 std::optional<std::string> readText(const EnvLookup& env, const char* name);
+/// One of `choices` ('|'-separated), matched case-insensitively and returned as spelled there.
+Expected<std::string> readChoice(const EnvLookup& env, const char* name, const char* choices,
+                                 const char* fallback);
 
 namespace setting {
 constexpr const char* kTunerTable = "NCCL_PILOT_TUNER_TABLE";
@@ -42,6 +45,14 @@ constexpr const char* kTunerEnable = "NCCL_PILOT_TUNER";
 constexpr const char* kNcclAlgo = "NCCL_ALGO";
 constexpr const char* kNcclProto = "NCCL_PROTO";
 constexpr const char* kNcclDebug = "NCCL_DEBUG";
+// Net plugin and topology.
+constexpr const char* kTopo = "NCCL_PILOT_TOPO";
+constexpr const char* kTopoRepair = "NCCL_PILOT_TOPO_REPAIR";
+constexpr const char* kTopoDump = "NCCL_PILOT_TOPO_DUMP";
+constexpr const char* kHwlocXml = "NCCL_PILOT_HWLOC_XML";
+constexpr const char* kSysfsRoot = "NCCL_PILOT_SYSFS_ROOT";
+constexpr const char* kTransport = "NCCL_PILOT_TRANSPORT";
+constexpr const char* kNcclTopoFile = "NCCL_TOPO_FILE";  ///< NCCL's own; we only set it
 }  // namespace setting
 
 }  // namespace pilot

@@ -21,6 +21,15 @@ struct GpuNicPair {
 /// PCI device); a machine without NICs gets no pairs.
 std::vector<GpuNicPair> pairGpusWithNics(const Machine& machine);
 
+/// The NICs pairing considers (indices into Machine::nics, sorted by bus id then name): RDMA
+/// devices with a PCI device if there are any, else the other NICs with a PCI device; a NIC
+/// whose state is "DOWN" never.
+std::vector<int> eligibleNics(const Machine& machine);
+
+/// One line per pair, "GPU 0 0000:03:00.0 -> mlx5_0 (0000:04:00.0) | PIX: ...", or a single
+/// line saying there are none. For `nccl-pilot topo` and the golden files.
+std::string describePairs(const Machine& machine, const std::vector<GpuNicPair>& pairs);
+
 struct RepairResult {
   Machine machine;       ///< with synthetic switches inserted
   bool repaired = false;
@@ -30,7 +39,9 @@ struct RepairResult {
 /// Flat-VM repair: when a GPU and its paired NIC (same NUMA node) reach each other only through
 /// root ports or a host bridge (no real switch), insert a synthetic switch (class 0x060400, bus
 /// id ffff:ff:NN.0, which exists on no machine) holding both, as Azure's files do, so NCCL sees
-/// them as PIX and enables GPU Direct RDMA. Pairs already PIX/PXB are left alone.
+/// them as PIX and enables GPU Direct RDMA. Pairs already PIX/PXB are left alone. GPUs sharing
+/// a NIC go under one switch with it; all functions of a NIC device move together. The pairs'
+/// `path` fields describe the input: call pairGpusWithNics on the result for the new ones.
 RepairResult repairFlatTopology(const Machine& machine, const std::vector<GpuNicPair>& pairs);
 
 }  // namespace pilot::topology

@@ -41,6 +41,11 @@ enum class PciKind {
   Endpoint,
 };
 
+/// Detection keeps only GPUs, NICs and their ancestors (NCCL's 256-node limit). Every tree
+/// starts at a HostBridge (parent -1, no bus id, class 0x060000) when the source knows it (sysfs
+/// always; hwloc always in practice); a RootPort is a bridge whose parent is a host bridge.
+/// After detection every root's numaNode has a CpuNode (a numaid -1 entry spanning all CPUs if
+/// need be), and devices reporting -1 on a machine with one NUMA node are placed on it.
 struct PciNode {
   PciKind kind = PciKind::Endpoint;
   std::optional<BusId> busId;  ///< absent only for host bridges
@@ -90,9 +95,11 @@ struct Machine {
 enum class PathType { PIX, PXB, PHB, NODE, SYS };
 const char* pathName(PathType p);
 
-/// Classification as `nvidia-smi topo -m` defines it: PIX = at most one PCIe bridge between
-/// them, PXB = several bridges but no host bridge, PHB = through their shared host bridge,
-/// NODE = different host bridges on one NUMA node, SYS = across NUMA nodes.
+/// Classification as `nvidia-smi topo -m` defines it: PIX = at most one PCIe switch between
+/// them (its upstream and downstream ports count as one), PXB = several switches but no host
+/// bridge, PHB = through their shared host bridge or root port, NODE = different host bridges
+/// on one NUMA node (both unknown counts as one node), SYS = across NUMA nodes (or one known and
+/// one unknown). Indices into Machine::pci; an invalid index gives SYS.
 PathType classifyPath(const Machine& m, int pciA, int pciB);
 
 }  // namespace pilot::topology

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,10 @@ class SysfsRoot {
   std::string root_;
 };
 
-/// hwloc's entry points we use, filled from a dlopen'ed libhwloc.so.15 (plugin) or from the
-/// linked library (tool). Null members mean hwloc is unavailable.
+/// hwloc's entry points we use, filled from a dlopen'ed libhwloc.so.15 (nothing links hwloc, so
+/// the plugin loads where it is missing). Opaque here; defined in topology/src.
 struct HwlocLibrary;
+/// nullptr (and *whyNot set) when libhwloc.so.15 is missing or is not a 2.x API.
 std::shared_ptr<const HwlocLibrary> loadHwlocDynamic(std::string* whyNot);
 
 struct DetectOptions {
@@ -44,23 +46,33 @@ struct DetectOptions {
 
 /// Detects the machine: hwloc for the tree (live or XML) when available, sysfs for facts hwloc
 /// does not carry (max link speed/width, RDMA port state), else sysfs alone. Optional libraries
-/// missing is a note, not an error; an unusable hwloc XML file is an error.
+/// missing is a note, not an error; an unusable hwloc XML file is an error naming the file.
+///  - hwlocXml set: that file through hwloc, nothing from sysfs (it describes another machine);
+///    link speed/width are estimated from hwloc's link rate (a note says so).
+///  - else, hwloc given, useHwloc and sysfsRoot "/": hwloc live, completed from sysfs.
+///  - else (no hwloc, or a recorded tree as sysfsRoot): detectFromSysfs, with a note saying why.
+/// NVML (loadNvml()->enrich) and the verbs cross-check (checkVerbsVisibility) are separate steps.
 Expected<Machine> detectMachine(const DetectOptions& options,
                                 std::shared_ptr<const HwlocLibrary> hwloc);
 
 /// From sysfs alone (the fallback, and the way tests replay recorded trees).
 Expected<Machine> detectFromSysfs(const SysfsRoot& sysfs);
 
-/// GPU facts only NVML knows (sm, NVLink). Implementations: dlopen'ed NVML, or a fake in tests.
+/// GPU facts only NVML knows (sm, name, NVLink peers). Implementations: dlopen'ed NVML, or a
+/// fake in tests. enrich() fills what it can and adds a note for each GPU NVML does not know.
 class GpuInfoSource {
  public:
   virtual ~GpuInfoSource() = default;
   virtual void enrich(Machine& machine) const = 0;
 };
+/// nullptr (and *whyNot set) when libnvidia-ml.so.1 is missing or nvmlInit_v2 fails.
 std::unique_ptr<GpuInfoSource> loadNvml(std::string* whyNot);
 
 /// Cross-checks RDMA devices found in sysfs against what userspace libibverbs can list: a
 /// device the kernel has but verbs cannot see (missing provider in a container) gets a note.
+/// *whyNot says why libibverbs could not be asked (a note too, when there are RDMA devices).
 void checkVerbsVisibility(Machine& machine, std::string* whyNot);
+/// The same check against a given device list (what ibv_get_device_list named).
+void checkVerbsVisibility(Machine& machine, const std::vector<std::string>& verbsDevices);
 
 }  // namespace pilot::topology

@@ -1,0 +1,96 @@
+// Net ABI v11: NCCL 2.28 .. 2.29. init is called once per communicator and returns a context
+// (the traffic-class config moves there from connect); listen/connect take that context; adds
+// finalize(ctx) and setNetAttr(ctx, hints). Props gain maxMultiRequestSize.
+#pragma once
+
+#include "abi/net_common.h"
+
+namespace pilot::nccl {
+
+constexpr int NCCL_NET_MAX_DEVS_PER_NIC_V11 = 4;
+
+struct ncclNetVDeviceProps_v11_t {
+  int ndevs;
+  int devs[NCCL_NET_MAX_DEVS_PER_NIC_V11];
+};
+
+struct ncclNetCommConfig_v11_t {
+  int trafficClass;
+};
+
+struct ncclNetProperties_v11_t {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int regIsGlobal;
+  int forceFlush;
+  int speed;
+  int port;
+  float latency;
+  int maxComms;
+  int maxRecvs;
+  ncclNetDeviceType netDeviceType;
+  int netDeviceVersion;
+  ncclNetVDeviceProps_v11_t vProps;
+  size_t maxP2pBytes;
+  size_t maxCollBytes;
+  int maxMultiRequestSize;  ///< NCCL core never reads it (research/net.md §1.2): advertise 1
+};
+
+/// Per-operation hints (NCCL_NET_ATTR_UNDEF = no hint).
+struct ncclNetCommAttr_v11_t {
+  int32_t maxConcurrentPeers;
+  int32_t minConcurrentPeers;
+  int32_t maxFlowsPerPeer;
+  int32_t minFlowsPerPeer;
+};
+
+struct ncclNetAttr_v11_t {
+  ncclNetCommAttr_v11_t sendCommAttr;
+  ncclNetCommAttr_v11_t recvCommAttr;
+  uint32_t op;     ///< bitmask of collective types
+  uint32_t algo;   ///< bitmask of algorithms
+  uint32_t proto;  ///< bitmask of protocols
+};
+
+struct ncclNet_v11_t {
+  const char* name;
+  ncclResult_t (*init)(void** ctx, uint64_t commId, ncclNetCommConfig_v11_t* config,
+                       ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction);
+  ncclResult_t (*devices)(int* ndev);
+  ncclResult_t (*getProperties)(int dev, ncclNetProperties_v11_t* props);
+  ncclResult_t (*listen)(void* ctx, int dev, void* handle, void** listenComm);
+  ncclResult_t (*connect)(void* ctx, int dev, void* handle, void** sendComm,
+                          ncclNetDeviceHandle_v11_t** sendDevComm);
+  ncclResult_t (*accept)(void* listenComm, void** recvComm,
+                         ncclNetDeviceHandle_v11_t** recvDevComm);
+  ncclResult_t (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
+  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset,
+                              int fd, void** mhandle);
+  ncclResult_t (*deregMr)(void* comm, void* mhandle);
+  ncclResult_t (*isend)(void* sendComm, void* data, size_t size, int tag, void* mhandle,
+                        void* phandle, void** request);
+  ncclResult_t (*irecv)(void* recvComm, int n, void** data, size_t* sizes, int* tags,
+                        void** mhandles, void** phandles, void** request);
+  ncclResult_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles,
+                         void** request);
+  ncclResult_t (*test)(void* request, int* done, int* sizes);
+  ncclResult_t (*closeSend)(void* sendComm);
+  ncclResult_t (*closeRecv)(void* recvComm);
+  ncclResult_t (*closeListen)(void* listenComm);
+  ncclResult_t (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
+  ncclResult_t (*irecvConsumed)(void* recvComm, int n, void* request);
+  ncclResult_t (*makeVDevice)(int* d, ncclNetVDeviceProps_v11_t* props);
+  ncclResult_t (*finalize)(void* ctx);
+  ncclResult_t (*setNetAttr)(void* ctx, ncclNetAttr_v11_t* netAttr);
+};
+
+static_assert(sizeof(ncclNetVDeviceProps_v11_t) == 20);
+static_assert(offsetof(ncclNetProperties_v11_t, maxMultiRequestSize) == 104);
+static_assert(sizeof(ncclNetProperties_v11_t) == 112);
+static_assert(sizeof(ncclNetAttr_v11_t) == 44);
+static_assert(sizeof(ncclNet_v11_t) == 22 * sizeof(void*));
+static_assert(offsetof(ncclNet_v11_t, finalize) == 20 * sizeof(void*));
+
+}  // namespace pilot::nccl

@@ -1,0 +1,341 @@
+// The built libnccl-net-pilot.so driven as NCCL drives a net plugin (research/net.md §1-2):
+// every exported version is initialised like its NCCL release does it, reports 0 devices, and
+// hands NCCL a topology file through NCCL_TOPO_FILE once per process.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net_host.h"
+
+namespace nethost {
+namespace {
+
+constexpr int kVersions[] = {6, 7, 8, 9, 10, 11, 12};
+constexpr const char* kTopoHeader = "<system version=\"1\">";
+
+std::string topoFile() {
+  const char* value = std::getenv("NCCL_TOPO_FILE");
+  return value == nullptr ? std::string() : value;
+}
+
+/// The descriptor behind "/proc/self/fd/N", or -1.
+int procFd(const std::string& path) {
+  const std::string prefix = "/proc/self/fd/";
+  if (path.compare(0, prefix.size(), prefix) != 0) return -1;
+  return std::atoi(path.c_str() + prefix.size());
+}
+
+/// What NCCL does after init when devices() is 0: v11+ finalizes the context (2.30).
+void finalizeLikeNccl(void* symbol, int version, void* ctx) {
+  if (version >= 11) {
+    EXPECT_EQ(static_cast<NetPerComm*>(symbol)->finalize(ctx), Success);
+  }
+}
+
+int devicesOf(void* symbol) {
+  int ndev = -1;
+  EXPECT_EQ(static_cast<NetOld*>(symbol)->devices(&ndev), Success);  // same slot in every version
+  return ndev;
+}
+
+TEST(NetPluginSurface, ExportsEveryVersionNamedPilotWithNoEmptySlot) {
+  inChild([] {
+    void* module = openModule();
+    ASSERT_NE(module, nullptr);
+    for (int version : kVersions) {
+      SCOPED_TRACE("v" + std::to_string(version));
+      void* symbol = netSymbol(module, version);
+      ASSERT_NE(symbol, nullptr);
+      EXPECT_STREQ(static_cast<NetOld*>(symbol)->name, "Pilot");
+      void* const* slots = static_cast<void* const*>(symbol);
+      for (int i = 0; i < slotCount(version); ++i) EXPECT_NE(slots[i], nullptr) << "slot " << i;
+    }
+    EXPECT_EQ(netSymbol(module, 5), nullptr);
+    EXPECT_EQ(netSymbol(module, 13), nullptr);
+  });
+}
+
+class EveryVersion : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryVersion, InitSucceedsReportsNoDeviceAndWritesTheTopologyFile) {
+  const int version = GetParam();
+  inChild([version] {
+    useFixtureMachine();
+    void* module = openModule();
+    ASSERT_NE(module, nullptr);
+    void* symbol = netSymbol(module, version);
+    ASSERT_NE(symbol, nullptr);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, version, &ctx), Success) << dumpLogs();
+    if (version >= 11) {
+      EXPECT_NE(ctx, nullptr);
+    }
+    EXPECT_EQ(devicesOf(symbol), 0);
+
+    const std::string path = topoFile();
+    const int fd = procFd(path);
+    ASSERT_GE(fd, 0) << "NCCL_TOPO_FILE='" << path << "'\n" << dumpLogs();
+    const std::string xml = readFile(path);
+    EXPECT_EQ(xml.rfind(kTopoHeader, 0), 0u) << xml.substr(0, 200);
+    EXPECT_EQ(countLogs(LogWarn, {}), 0) << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"NET/Pilot", "NCCL_TOPO_FILE=" + path}), 1) << dumpLogs();
+    finalizeLikeNccl(symbol, version, ctx);
+  });
+}
+
+TEST_P(EveryVersion, CallsNeedingADeviceFailWithoutCrashing) {
+  const int version = GetParam();
+  inChild([version] {
+    setenv("NCCL_PILOT_TOPO", "0", 1);
+    void* module = openModule();
+    ASSERT_NE(module, nullptr);
+    void* symbol = netSymbol(module, version);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, version, &ctx), Success);
+    char props[256] = {};
+    EXPECT_EQ(static_cast<NetOld*>(symbol)->getProperties(0, props), InternalError);
+    char handle[128] = {};
+    void* comm = nullptr;
+    if (version >= 11) {
+      auto* net = static_cast<NetPerComm*>(symbol);
+      EXPECT_EQ(net->listen(ctx, 0, handle, &comm), InternalError);
+      void* devHandle = nullptr;
+      EXPECT_EQ(net->connect(ctx, 0, handle, &comm, &devHandle), InternalError);
+      EXPECT_EQ(net->isend(nullptr, nullptr, 0, 0, nullptr, nullptr, &comm), InternalError);
+      int done = 0;
+      EXPECT_EQ(net->test(nullptr, &done, nullptr), InternalError);
+      EXPECT_EQ(net->closeSend(nullptr), InternalError);
+    } else {
+      EXPECT_EQ(static_cast<NetOld*>(symbol)->listen(0, handle, &comm), InternalError);
+    }
+    EXPECT_EQ(comm, nullptr);
+    EXPECT_GE(countLogs(LogWarn, {"NET/Pilot", "no network devices"}), 1) << dumpLogs();
+    finalizeLikeNccl(symbol, version, ctx);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Net, EveryVersion, ::testing::ValuesIn(kVersions),
+                         [](const ::testing::TestParamInfo<int>& param) {
+                           return "v" + std::to_string(param.param);
+                         });
+
+TEST(NetPluginInit, TwoCommunicatorsDetectOnce) {
+  for (int version : {6, 12}) {
+    SCOPED_TRACE("v" + std::to_string(version));
+    inChild([version] {
+      useFixtureMachine();
+      void* symbol = netSymbol(openModule(), version);
+      ASSERT_NE(symbol, nullptr);
+      void* first = nullptr;
+      void* second = nullptr;
+      ASSERT_EQ(initLikeNccl(symbol, version, &first, 1), Success);
+      const std::string path = topoFile();
+      ASSERT_EQ(initLikeNccl(symbol, version, &second, 2), Success);
+      EXPECT_EQ(topoFile(), path) << "the second init must not write another file";
+      if (version >= 11) {
+        EXPECT_NE(first, second);
+      }
+      EXPECT_EQ(countLogs(LogInfo, {"NCCL_TOPO_FILE=/proc/self/fd/"}), 1) << dumpLogs();
+      EXPECT_EQ(countLogs(LogInfo, {"topology-only mode"}), 1) << dumpLogs();
+      finalizeLikeNccl(symbol, version, first);
+      finalizeLikeNccl(symbol, version, second);
+    });
+  }
+}
+
+TEST(NetPluginInit, ConcurrentCommunicatorsAllSeeTheFile) {
+  inChild([] {
+    useFixtureMachine();
+    void* symbol = netSymbol(openModule(), 12);
+    ASSERT_NE(symbol, nullptr);
+    constexpr int kThreads = 8;
+    std::vector<void*> contexts(kThreads, nullptr);
+    std::vector<std::string> seen(kThreads);
+    std::vector<int> results(kThreads, -1);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        results[t] = initLikeNccl(symbol, 12, &contexts[t], static_cast<uint64_t>(t));
+        seen[t] = topoFile();  // init returned: the file must already be in place
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_EQ(results[t], Success);
+      EXPECT_EQ(seen[t], topoFile());
+      finalizeLikeNccl(symbol, 12, contexts[t]);
+    }
+    EXPECT_EQ(procFd(topoFile()) >= 0, true) << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"NCCL_TOPO_FILE=/proc/self/fd/"}), 1) << dumpLogs();
+  });
+}
+
+TEST(NetPluginInit, FinalizeAcceptsTheNullContextOfAFailedInit) {
+  // NCCL 2.28.9 calls finalize(comm->netContext) on every init failure path.
+  inChild([] {
+    void* symbol = netSymbol(openModule(), 11);
+    ASSERT_NE(symbol, nullptr);
+    EXPECT_EQ(static_cast<NetPerComm*>(symbol)->finalize(nullptr), Success);
+  });
+}
+
+TEST(NetPluginInit, WorksWithoutALogger) {
+  inChild([] {
+    setenv("NCCL_PILOT_HWLOC_XML", "/nonexistent/hwloc.xml", 1);  // a WARN with nowhere to go
+    void* symbol = netSymbol(openModule(), 9);
+    ASSERT_NE(symbol, nullptr);
+    EXPECT_EQ(static_cast<NetOld*>(symbol)->init(nullptr), Success);
+    EXPECT_EQ(devicesOf(symbol), 0);
+  });
+}
+
+TEST(NetPluginTopology, PresetTopoFileIsKept) {
+  inChild([] {
+    useFixtureMachine();
+    setenv("NCCL_TOPO_FILE", "/etc/nccl/my-topology.xml", 1);
+    void* symbol = netSymbol(openModule(), 12);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, 12, &ctx), Success);
+    EXPECT_EQ(topoFile(), "/etc/nccl/my-topology.xml");
+    EXPECT_EQ(
+        countLogs(LogInfo, {"NET/Pilot", "NCCL_TOPO_FILE=/etc/nccl/my-topology.xml", "keeping it"}),
+        1)
+        << dumpLogs();
+    EXPECT_EQ(countLogs(LogWarn, {}), 0) << dumpLogs();
+    finalizeLikeNccl(symbol, 12, ctx);
+  });
+}
+
+TEST(NetPluginTopology, DeadInheritedProcFdIsReplaced) {
+  inChild([] {
+    useFixtureMachine();
+    int pipeFds[2];
+    ASSERT_EQ(pipe(pipeFds), 0);  // a number reused for a pipe: not a file NCCL could read
+    const std::string stale = "/proc/self/fd/" + std::to_string(pipeFds[0]);
+    setenv("NCCL_TOPO_FILE", stale.c_str(), 1);
+    void* symbol = netSymbol(openModule(), 8);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, 8, &ctx), Success);
+    EXPECT_NE(topoFile(), stale);
+    EXPECT_EQ(readFile(topoFile()).rfind(kTopoHeader, 0), 0u) << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {stale, "replacing it"}), 1) << dumpLogs();
+    close(pipeFds[0]);
+    close(pipeFds[1]);
+  });
+}
+
+TEST(NetPluginTopology, DisabledWritesNothing) {
+  inChild([] {
+    useFixtureMachine();
+    setenv("NCCL_PILOT_TOPO", "0", 1);
+    void* symbol = netSymbol(openModule(), 12);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, 12, &ctx), Success);
+    EXPECT_EQ(std::getenv("NCCL_TOPO_FILE"), nullptr);
+    EXPECT_EQ(countLogs(LogInfo, {"NET/Pilot", "NCCL_PILOT_TOPO=0"}), 1) << dumpLogs();
+    EXPECT_EQ(devicesOf(symbol), 0);
+    finalizeLikeNccl(symbol, 12, ctx);
+  });
+}
+
+TEST(NetPluginTopology, MissingHwlocXmlIsOneWarnAndInitStillSucceeds) {
+  inChild([] {
+    setenv("NCCL_PILOT_HWLOC_XML", "/nonexistent/pilot/hwloc.xml", 1);
+    setenv("NCCL_PILOT_SYSFS_ROOT", PILOT_EMPTY_SYSFS_ROOT, 1);
+    void* symbol = netSymbol(openModule(), 10);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, 10, &ctx), Success);
+    EXPECT_EQ(devicesOf(symbol), 0);
+    EXPECT_EQ(std::getenv("NCCL_TOPO_FILE"), nullptr);
+    EXPECT_EQ(countLogs(LogWarn, {}), 1) << dumpLogs();
+    EXPECT_EQ(countLogs(LogWarn, {"NET/Pilot", "topology detection failed",
+                                  "NCCL detects the machine on its own"}),
+              1)
+        << dumpLogs();
+  });
+}
+
+TEST(NetPluginTopology, DumpGetsACopy) {
+  inChild([] {
+    useFixtureMachine();
+    const std::string dir = makeTempDir();
+    const std::string dump = dir + "/topo.xml";
+    setenv("NCCL_PILOT_TOPO_DUMP", dump.c_str(), 1);
+    void* symbol = netSymbol(openModule(), 12);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, 12, &ctx), Success);
+    const std::string copy = readFile(dump);
+    EXPECT_EQ(copy, readFile(topoFile()));
+    EXPECT_EQ(copy.rfind(kTopoHeader, 0), 0u);
+    EXPECT_EQ(countLogs(LogInfo, {"NCCL_PILOT_TOPO_DUMP=" + dump}), 1) << dumpLogs();
+    finalizeLikeNccl(symbol, 12, ctx);
+    unlink(dump.c_str());
+    rmdir(dir.c_str());
+  });
+}
+
+TEST(NetPluginTopology, UnwritableDumpIsAWarnNotAFailure) {
+  inChild([] {
+    useFixtureMachine();
+    setenv("NCCL_PILOT_TOPO_DUMP", "/nonexistent/dir/topo.xml", 1);
+    void* symbol = netSymbol(openModule(), 12);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, 12, &ctx), Success);
+    EXPECT_EQ(procFd(topoFile()) >= 0, true) << dumpLogs();
+    EXPECT_EQ(countLogs(LogWarn, {"NET/Pilot", "NCCL_PILOT_TOPO_DUMP"}), 1) << dumpLogs();
+    finalizeLikeNccl(symbol, 12, ctx);
+  });
+}
+
+TEST(NetPluginTopology, TheFileSurvivesExecAndCannotBeChanged) {
+  inChild([] {
+    useFixtureMachine();
+    void* symbol = netSymbol(openModule(), 12);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, 12, &ctx), Success);
+    const int fd = procFd(topoFile());
+    ASSERT_GE(fd, 3) << dumpLogs();
+    EXPECT_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0) << "an exec'ed child inherits NCCL_TOPO_FILE";
+    const int seals = fcntl(fd, F_GET_SEALS);
+    EXPECT_NE(seals & F_SEAL_WRITE, 0);
+    const int writable = open(topoFile().c_str(), O_WRONLY);
+    EXPECT_TRUE(writable < 0 || write(writable, "x", 1) < 0);
+    if (writable >= 0) close(writable);
+    finalizeLikeNccl(symbol, 12, ctx);
+  });
+}
+
+TEST(NetPluginTransport, SocketIsNotAvailableYet) {
+  inChild([] {
+    setenv("NCCL_PILOT_TOPO", "0", 1);
+    setenv("NCCL_PILOT_TRANSPORT", "Socket", 1);
+    void* symbol = netSymbol(openModule(), 12);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, 12, &ctx), Success);
+    EXPECT_EQ(devicesOf(symbol), 0);
+    EXPECT_EQ(countLogs(LogWarn, {"NET/Pilot", "NCCL_PILOT_TRANSPORT=socket", "not available yet"}),
+              1)
+        << dumpLogs();
+    finalizeLikeNccl(symbol, 12, ctx);
+  });
+}
+
+TEST(NetPluginTransport, UnknownValueIsAWarnAndMeansNone) {
+  inChild([] {
+    setenv("NCCL_PILOT_TOPO", "0", 1);
+    setenv("NCCL_PILOT_TRANSPORT", "rdma", 1);
+    void* symbol = netSymbol(openModule(), 7);
+    void* ctx = nullptr;
+    ASSERT_EQ(initLikeNccl(symbol, 7, &ctx), Success);
+    EXPECT_EQ(devicesOf(symbol), 0);
+    EXPECT_EQ(countLogs(LogWarn, {"NCCL_PILOT_TRANSPORT=rdma", "none|socket"}), 1) << dumpLogs();
+  });
+}
+
+}  // namespace
+}  // namespace nethost

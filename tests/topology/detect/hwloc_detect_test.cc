@@ -1,0 +1,248 @@
+// detectMachine through hwloc (dlopen'ed libhwloc.so.15) on the shared hwloc XML fixtures.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "pilot/topology/sources.h"
+#include "test_support.h"
+
+namespace pilot::topology {
+namespace {
+
+using testing::busOf;
+using testing::hasNote;
+using testing::hwlocFixture;
+
+std::shared_ptr<const HwlocLibrary> hwloc() {
+  static std::string why;
+  static std::shared_ptr<const HwlocLibrary> lib = loadHwlocDynamic(&why);
+  EXPECT_TRUE(lib) << why;  // the build needs hwloc 2.x, so its library is there too
+  return lib;
+}
+
+Machine fromXml(const std::string& fixture) {
+  DetectOptions options;
+  options.hwlocXml = hwlocFixture(fixture);
+  Expected<Machine> m = detectMachine(options, hwloc());
+  EXPECT_TRUE(m.ok()) << m.error();
+  return m.ok() ? m.value() : Machine{};
+}
+
+std::vector<const Nic*> rdmaNics(const Machine& m) {
+  std::vector<const Nic*> out;
+  for (const Nic& n : m.nics) {
+    if (n.rdma) out.push_back(&n);
+  }
+  return out;
+}
+
+TEST(HwlocLibrary, LoadsHwloc2) {
+  std::string why;
+  EXPECT_TRUE(loadHwlocDynamic(&why)) << why;
+}
+
+TEST(HwlocXml, Jwb0004FourA100EachPixWithOneHdrNic) {
+  Machine m = fromXml("hwloc-jwb0004.xml");
+  EXPECT_EQ(m.source, "hwloc XML " + hwlocFixture("hwloc-jwb0004.xml"));
+  ASSERT_EQ(m.gpus.size(), 4u);
+  std::vector<const Nic*> nics = rdmaNics(m);
+  ASSERT_EQ(nics.size(), 4u);
+  for (const Nic* nic : nics) {
+    EXPECT_EQ(nic->name.rfind("mlx5_", 0), 0u) << nic->name;
+    EXPECT_EQ(nic->state, "ACTIVE");
+    EXPECT_EQ(nic->linkLayer, LinkLayer::InfiniBand);  // from the LID: hwloc has no link layer
+    EXPECT_EQ(nic->netdev.rfind("ib", 0), 0u) << nic->netdev;
+    EXPECT_EQ(m.pci[nic->pci].vendor, 0x15b3);
+  }
+  EXPECT_EQ(nics[0]->name, "mlx5_0");
+  EXPECT_EQ(busOf(m, nics[0]->pci), "0000:04:00.0");
+  EXPECT_EQ(nics[0]->netdev, "ib0");
+  EXPECT_EQ(nics[1]->name, "mlx5_1");
+  EXPECT_EQ(nics[1]->guid, "0x0800380001c091e8");
+
+  for (const Gpu& gpu : m.gpus) {
+    const PciNode& node = m.pci[gpu.pci];
+    EXPECT_EQ(node.vendor, 0x10de);
+    EXPECT_EQ(node.device, 0x20b0);
+    EXPECT_EQ(node.classCode, 0x030200u);
+    EXPECT_EQ(node.linkSpeed, "16.0 GT/s PCIe");  // 31.5 GB/s estimated as Gen4 x16
+    EXPECT_EQ(node.linkWidth, 16);
+    int pix = 0;
+    for (const Nic* nic : nics) {
+      if (classifyPath(m, gpu.pci, nic->pci) == PathType::PIX) {
+        ++pix;
+        // the shared BCM PEX switch: its upstream port is the GPU's grandparent
+        const PciNode& up =
+            m.pci[node.parent].parent >= 0 ? m.pci[m.pci[node.parent].parent] : node;
+        EXPECT_EQ(up.kind, PciKind::Switch);
+        EXPECT_EQ(up.vendor, 0x1000);
+        EXPECT_EQ(up.device, 0xc010);
+      }
+    }
+    EXPECT_EQ(pix, 1) << busOf(m, gpu.pci);
+  }
+  ASSERT_FALSE(m.cpus.empty());
+  EXPECT_EQ(m.cpus.size(), 8u);  // NPS4 on two sockets
+  for (const CpuNode& cpu : m.cpus) {
+    EXPECT_EQ(cpu.vendor, "AuthenticAMD");
+    EXPECT_EQ(cpu.familyId, 23);
+    EXPECT_EQ(cpu.modelId, 49);
+    EXPECT_EQ(cpu.arch, "x86_64");
+  }
+  EXPECT_EQ(m.cpus[0].affinity, "00000000,003f0000,0000003f");
+  EXPECT_TRUE(hasNote(m, {"estimated"})) << testing::allNotes(m);
+  EXPECT_TRUE(testing::parentsPrecedeChildren(m));
+}
+
+TEST(HwlocXml, Jwb0004TreeShapeAndNuma) {
+  Machine m = fromXml("hwloc-jwb0004.xml");
+  int gpu = testing::pciIndex(m, "0000:44:00.0");
+  ASSERT_GE(gpu, 0);
+  const PciNode& down = m.pci[m.pci[gpu].parent];
+  const PciNode& up = m.pci[down.parent];
+  const PciNode& root = m.pci[up.parent];
+  const PciNode& host = m.pci[root.parent];
+  EXPECT_EQ(down.busId->str(), "0000:42:01.0");
+  EXPECT_EQ(up.busId->str(), "0000:41:00.0");
+  EXPECT_EQ(root.kind, PciKind::RootPort);
+  EXPECT_EQ(root.busId->str(), "0000:40:01.1");
+  EXPECT_EQ(host.kind, PciKind::HostBridge);
+  EXPECT_EQ(host.parent, -1);
+  EXPECT_EQ(m.pci[gpu].numaNode, 1);  // the Group holding NUMA node 1
+  EXPECT_EQ(host.numaNode, 1);
+  EXPECT_NE(m.cpuByNuma(1), nullptr);
+  // GPUs on other sockets' host bridges
+  EXPECT_EQ(classifyPath(m, gpu, testing::pciIndex(m, "0000:03:00.0")), PathType::SYS);
+}
+
+TEST(HwlocXml, Mel2001Hwloc1FormatFourGpusTwoNics) {
+  Machine m = fromXml("hwloc-mel2001.xml");
+  ASSERT_EQ(m.gpus.size(), 4u);
+  std::vector<const Nic*> nics = rdmaNics(m);
+  ASSERT_EQ(nics.size(), 2u);
+  EXPECT_EQ(nics[0]->name, "mlx5_0");
+  EXPECT_EQ(nics[0]->netdev, "ib0");
+  int pixGpus = 0;
+  for (const Gpu& gpu : m.gpus) {
+    for (const Nic* nic : nics) pixGpus += classifyPath(m, gpu.pci, nic->pci) == PathType::PIX;
+  }
+  EXPECT_EQ(pixGpus, 2);  // two switches have a GPU but no NIC
+  EXPECT_EQ(m.cpus.front().vendor, "AuthenticAMD");
+}
+
+TEST(HwlocXml, Dgx2hSixteenV100NoNics) {
+  Machine m = fromXml("hwloc-nvidia-dgx2h.xml");
+  ASSERT_EQ(m.gpus.size(), 16u);
+  EXPECT_TRUE(rdmaNics(m).empty());
+  for (const Gpu& gpu : m.gpus) EXPECT_EQ(m.pci[gpu.pci].device, 0x1db8);
+  EXPECT_TRUE(hasNote(m, {"format 3.0"})) << testing::allNotes(m);
+  // Two-level PLX switches: GPU pairs share a lower switch, quads only the upper one.
+  int a = testing::pciIndex(m, "0000:34:00.0"), b = testing::pciIndex(m, "0000:36:00.0");
+  int c = testing::pciIndex(m, "0000:39:00.0");
+  ASSERT_GE(a, 0);
+  EXPECT_EQ(classifyPath(m, a, b), PathType::PIX);
+  EXPECT_EQ(classifyPath(m, a, c), PathType::PXB);
+  EXPECT_EQ(m.cpus.size(), 2u);
+  EXPECT_EQ(m.cpus[0].vendor, "GenuineIntel");
+  EXPECT_EQ(m.cpus[0].modelId, 85);
+}
+
+TEST(HwlocXml, SupermicroMlx5WithIb0AndGuid) {
+  Machine m = fromXml("hwloc-supermicro-x9drg-wholeio.xml");
+  std::vector<const Nic*> nics = rdmaNics(m);
+  ASSERT_EQ(nics.size(), 1u);
+  EXPECT_EQ(nics[0]->name, "mlx5_0");
+  EXPECT_EQ(nics[0]->netdev, "ib0");
+  EXPECT_FALSE(nics[0]->guid.empty());
+  EXPECT_EQ(nics[0]->guid.rfind("0x", 0), 0u);
+  EXPECT_EQ(nics[0]->guid.size(), 18u);
+  EXPECT_EQ(busOf(m, nics[0]->pci), "0000:04:00.0");
+  // plain Ethernet (Intel I350) next to it
+  EXPECT_NE(testing::nicNamed(m, "eth0"), nullptr);
+  EXPECT_FALSE(testing::nicNamed(m, "eth0")->rdma);
+  EXPECT_EQ(m.gpus.size(), 3u);  // three Teslas; the Radeon and Matrox are not NVIDIA
+  // The upstream file has no CPUVendor/CPUFamilyNumber/CPUModelNumber infos.
+  ASSERT_EQ(m.cpus.size(), 2u);
+  EXPECT_EQ(m.cpus[0].vendor, "");
+  EXPECT_EQ(m.cpus[0].familyId, -1);
+  EXPECT_EQ(m.cpus[0].arch, "x86_64");
+  EXPECT_EQ(m.cpus[1].affinity, "ff00ff00");
+  EXPECT_TRUE(hasNote(m, {"CPU vendor unknown"})) << testing::allNotes(m);
+}
+
+TEST(HwlocXml, MissingFileIsAnErrorNamingIt) {
+  DetectOptions options;
+  options.hwlocXml = "/nonexistent/topo.xml";
+  Expected<Machine> m = detectMachine(options, hwloc());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().find("/nonexistent/topo.xml"), std::string::npos) << m.error();
+}
+
+TEST(HwlocXml, NonHwlocFileIsAnError) {
+  DetectOptions options;
+  options.hwlocXml = std::string(PILOT_TOPOLOGY_DATA) + "/README.md";
+  Expected<Machine> m = detectMachine(options, hwloc());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().find("README.md"), std::string::npos) << m.error();
+}
+
+TEST(HwlocXml, InvalidXmlIsAnError) {
+  std::string file = ::testing::TempDir() + "/pilot-bad-topology.xml";
+  std::ofstream(file) << "<topology version=\"2.0\"><object type=\"Machine\" <<<";
+  DetectOptions options;
+  options.hwlocXml = file;
+  Expected<Machine> m = detectMachine(options, hwloc());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().find(file), std::string::npos) << m.error();
+  std::remove(file.c_str());
+}
+
+TEST(HwlocXml, FutureFormatIsAnError) {
+  std::string file = ::testing::TempDir() + "/pilot-v4-topology.xml";
+  std::ofstream(file) << "<?xml version=\"1.0\"?>\n<topology version=\"4.0\">\n</topology>\n";
+  DetectOptions options;
+  options.hwlocXml = file;
+  Expected<Machine> m = detectMachine(options, hwloc());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().find("4.0"), std::string::npos) << m.error();
+  std::remove(file.c_str());
+}
+
+TEST(DetectMachine, XmlWithoutHwlocIsAnError) {
+  DetectOptions options;
+  options.hwlocXml = hwlocFixture("hwloc-jwb0004.xml");
+  Expected<Machine> m = detectMachine(options, nullptr);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().find("hwloc-jwb0004.xml"), std::string::npos) << m.error();
+}
+
+TEST(DetectMachine, FallsBackToSysfsWithoutHwloc) {
+  DetectOptions options;
+  options.sysfsRoot = testing::dataRoot("baremetal-2gpu-2nic-switch");
+  Expected<Machine> m = detectMachine(options, nullptr);
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_EQ(m->gpus.size(), 2u);
+  EXPECT_TRUE(hasNote(*m, {"sysfs alone", "not available"})) << testing::allNotes(*m);
+}
+
+TEST(DetectMachine, RecordedTreeIsReadBySysfsEvenWithHwloc) {
+  DetectOptions options;
+  options.sysfsRoot = testing::dataRoot("kvm-flat-2gpu-2nic");
+  Expected<Machine> m = detectMachine(options, hwloc());
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_EQ(m->source, "sysfs " + options.sysfsRoot);
+  EXPECT_EQ(m->gpus.size(), 2u);
+}
+
+TEST(DetectMachine, LiveHwlocOnThisMachine) {
+  Expected<Machine> m = detectMachine(DetectOptions{}, hwloc());
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_EQ(m->source, "hwloc live");
+  EXPECT_FALSE(m->cpus.empty());
+  EXPECT_TRUE(testing::parentsPrecedeChildren(*m));
+  for (const CpuNode& cpu : m->cpus) EXPECT_FALSE(cpu.affinity.empty());
+}
+
+}  // namespace
+}  // namespace pilot::topology

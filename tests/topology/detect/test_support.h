@@ -1,0 +1,62 @@
+// Shared helpers for the detection tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pilot/topology/model.h"
+
+namespace pilot::topology::testing {
+
+inline std::string dataRoot(const std::string& tree) {
+  return std::string(PILOT_TOPOLOGY_DATA) + "/" + tree;
+}
+
+inline std::string hwlocFixture(const std::string& name) {
+  return std::string(PILOT_SHARED_FIXTURES) + "/topo/hwloc/" + name;
+}
+
+/// True when some note contains every one of the given fragments.
+inline bool hasNote(const Machine& m, const std::vector<std::string>& fragments) {
+  for (const std::string& note : m.notes) {
+    bool all = true;
+    for (const std::string& f : fragments) all = all && note.find(f) != std::string::npos;
+    if (all) return true;
+  }
+  return false;
+}
+
+inline std::string allNotes(const Machine& m) {
+  std::string out;
+  for (const std::string& n : m.notes) out += "  " + n + "\n";
+  return out;
+}
+
+inline int pciIndex(const Machine& m, const std::string& busId) {
+  for (size_t i = 0; i < m.pci.size(); ++i) {
+    if (m.pci[i].busId && m.pci[i].busId->str() == busId) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+inline const Nic* nicNamed(const Machine& m, const std::string& name) {
+  for (const Nic& n : m.nics) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+inline std::string busOf(const Machine& m, int pci) {
+  if (pci < 0 || static_cast<size_t>(pci) >= m.pci.size() || !m.pci[pci].busId) return "";
+  return m.pci[pci].busId->str();
+}
+
+/// Every parent index points at an earlier node (the model's ordering promise).
+inline bool parentsPrecedeChildren(const Machine& m) {
+  for (size_t i = 0; i < m.pci.size(); ++i) {
+    if (m.pci[i].parent >= static_cast<int>(i)) return false;
+  }
+  return true;
+}
+
+}  // namespace pilot::topology::testing

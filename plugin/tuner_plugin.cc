@@ -22,7 +22,9 @@ using tuner::TunerRuntime;
 constexpr const char* kTunerName = "Pilot";
 constexpr const char* kPrefix = "TUNER/Pilot";
 
-TunerContext* asContext(void* context) { return static_cast<TunerContext*>(context); }
+TunerContext* asContext(void* context) {
+  return static_cast<TunerContext*>(context);
+}
 
 ncclResult_t initContext(const ContextParams& params, ncclDebugLogger_t logFn, void** context) {
   if (context == nullptr) return ncclInvalidArgument;
@@ -96,8 +98,8 @@ ncclResult_t getCollInfoV3(void* context, ncclFunc_t collType, size_t nBytes, in
   TunerContext* ctx = asContext(context);
   if (ctx == nullptr) return ncclSuccess;
   return guard(&ctx->logger(), "getCollInfo", ncclSuccess, [&] {
-    ctx->getCollInfo(collType, nBytes, numPipeOps, reinterpret_cast<float*>(collCostTable),
-                     numAlgo, numProto, /*regBuff unknown*/ -1, nChannels);
+    ctx->getCollInfo(collType, nBytes, numPipeOps, reinterpret_cast<float*>(collCostTable), numAlgo,
+                     numProto, /*regBuff unknown*/ -1, nChannels);
     return ncclSuccess;
   });
 }
@@ -108,8 +110,8 @@ ncclResult_t getCollInfoV4(void* context, ncclFunc_t collType, size_t nBytes, in
   TunerContext* ctx = asContext(context);
   if (ctx == nullptr) return ncclSuccess;
   return guard(&ctx->logger(), "getCollInfo", ncclSuccess, [&] {
-    ctx->getCollInfo(collType, nBytes, numPipeOps, reinterpret_cast<float*>(collCostTable),
-                     numAlgo, numProto, regBuff, nChannels);
+    ctx->getCollInfo(collType, nBytes, numPipeOps, reinterpret_cast<float*>(collCostTable), numAlgo,
+                     numProto, regBuff, nChannels);
     return ncclSuccess;
   });
 }

@@ -21,6 +21,7 @@ struct TopoOptions {
   std::string hwlocXml;
   std::string sysfsRoot = "/";
   bool noRepair = false;
+  std::string repair = "auto";
   std::string ncclXml;
   std::string compare;
   bool json = false;
@@ -49,7 +50,9 @@ int runTopo(const TopoOptions& opts) {
   detect.sysfsRoot = opts.sysfsRoot;
   auto machine = topology::detectLocalMachine(detect);
   if (!machine.ok()) return reportError("topology detection failed: " + machine.error());
-  const TopoView view = buildTopoView(std::move(machine.value()), !opts.noRepair);
+  auto policy = topology::parseRepairPolicy(opts.noRepair ? "off" : opts.repair);
+  if (!policy) return reportError("--repair " + opts.repair + ": expected auto, on or off");
+  const TopoView view = buildTopoView(std::move(machine.value()), *policy);
 
   std::optional<TopoComparison> comparison;
   if (!opts.compare.empty()) {
@@ -91,8 +94,10 @@ Command addTopoCommand(CLI::App& app) {
   sub->add_option("--sysfs-root", opts->sysfsRoot,
                   "Directory holding the sys/ and proc/ trees to read (a recorded machine)")
       ->capture_default_str();
-  sub->add_flag("--no-repair", opts->noRepair,
-                "Describe the machine as detected (no synthetic switches for flat VMs)");
+  sub->add_option("--repair", opts->repair,
+                  "Flat-VM repair: auto (only on a virtual machine), on (also bare metal), off")
+      ->capture_default_str();
+  sub->add_flag("--no-repair", opts->noRepair, "Same as --repair off");
   sub->add_option("--nccl-xml", opts->ncclXml,
                   "Also write the NCCL topology XML the plugin would give NCCL to this file");
   sub->add_option("--compare", opts->compare,

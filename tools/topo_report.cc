@@ -131,11 +131,13 @@ const Machine& TopoView::forNccl() const {
   return repaired() ? repair->machine : detected;
 }
 
-TopoView buildTopoView(Machine detected, bool repair) {
+TopoView buildTopoView(Machine detected, topology::RepairPolicy policy) {
   TopoView view;
   view.detected = std::move(detected);
   view.pairs = topology::pairGpusWithNics(view.detected);
-  if (repair) view.repair = topology::repairFlatTopology(view.detected, view.pairs);
+  if (topology::shouldRepair(policy, view.detected, &view.repairWhy)) {
+    view.repair = topology::repairFlatTopology(view.detected, view.pairs);
+  }
   return view;
 }
 
@@ -201,7 +203,7 @@ void printTopoText(std::ostream& out, const TopoView& view) {
   out << "source: " << m.source << "\n";
   if (view.repaired()) {
     out << "showing the machine after the flat-VM repair (" << view.repair->actions.size()
-        << " change(s), listed below); --no-repair shows it as detected\n";
+        << " change(s), listed below); --repair off shows it as detected\n";
   }
   out << "\n";
   printMatrix(out, m);
@@ -230,10 +232,11 @@ void printTopoText(std::ostream& out, const TopoView& view) {
     if (!pair.why.empty()) out << "      " << pair.why << "\n";
   }
   if (view.repair) {
-    out << "\nRepair:" << (view.repair->actions.empty() ? " nothing to repair" : "") << "\n";
+    out << "\nRepair (" << view.repairWhy
+        << "):" << (view.repair->actions.empty() ? " nothing to repair" : "") << "\n";
     for (const std::string& action : view.repair->actions) out << "  " << action << "\n";
   } else {
-    out << "\nRepair: off (--no-repair)\n";
+    out << "\nRepair: none (" << view.repairWhy << ")\n";
   }
   if (!view.detected.notes.empty()) {
     out << "\nNotes:\n";
@@ -280,6 +283,8 @@ nlohmann::ordered_json topoJson(const TopoView& view) {
   out["nics"] = std::move(nics);
   out["pairs"] = std::move(pairs);
   out["repaired"] = view.repaired();
+  out["repair_reason"] = view.repairWhy;
+  out["hypervisor"] = topology::virtualizationEvidence(view.detected);
   out["repair_actions"] = view.repair ? json(view.repair->actions) : json::array();
   out["notes"] = view.detected.notes;
   return out;

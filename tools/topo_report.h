@@ -19,15 +19,16 @@ namespace pilot::cli {
 struct TopoView {
   topology::Machine detected;
   std::vector<topology::GpuNicPair> pairs;       ///< made on `detected`
-  std::optional<topology::RepairResult> repair;  ///< absent with --no-repair
+  std::optional<topology::RepairResult> repair;  ///< absent when the policy says no repair
+  std::string repairWhy;                         ///< why the repair ran or did not
 
   /// The machine written for NCCL: the repaired copy when the repair changed anything.
   const topology::Machine& forNccl() const;
   bool repaired() const { return repair && repair->repaired; }
 };
 
-/// Pairs the detected machine and repairs it unless `repair` is false.
-TopoView buildTopoView(topology::Machine detected, bool repair);
+/// Pairs the detected machine and repairs it when the policy allows (topology::shouldRepair).
+TopoView buildTopoView(topology::Machine detected, topology::RepairPolicy policy);
 
 /// Linux cpumap ("ffffffff,00000000", most significant word first) as a cpulist ("32-63"),
 /// the way nvidia-smi prints CPU affinity. "N/A" when empty or malformed.

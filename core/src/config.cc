@@ -22,10 +22,9 @@ const std::vector<SettingInfo>& allSettings() {
       {setting::kTopo, SettingType::Bool, "1",
        "0 = the net plugin writes no topology file (NCCL_TOPO_FILE) and NCCL detects on its own",
        nullptr},
-      {setting::kTopoRepair, SettingType::Bool, "1",
-       "1 = in a flat VM, put each GPU and its NIC under a synthetic PCIe switch so NCCL uses "
-       "GPU Direct RDMA",
-       nullptr},
+      {setting::kTopoRepair, SettingType::Enum, "auto",
+       "flat-VM repair: auto = only on a virtual machine, on = also on bare metal, off = never",
+       "auto|on|off"},
       {setting::kTopoDump, SettingType::Path, "",
        "also write a copy of the topology file the plugin gives NCCL to this path", nullptr},
       {setting::kHwlocXml, SettingType::Path, "",

@@ -88,12 +88,18 @@ std::optional<uint64_t> parseBytes(std::string_view s) {
   if (!base) return std::nullopt;
   std::string suffix = toLower(s.substr(digits));
   unsigned shift = 0;
-  if (suffix.empty() || suffix == "b") shift = 0;
-  else if (suffix == "k" || suffix == "kib" || suffix == "kb") shift = 10;
-  else if (suffix == "m" || suffix == "mib" || suffix == "mb") shift = 20;
-  else if (suffix == "g" || suffix == "gib" || suffix == "gb") shift = 30;
-  else if (suffix == "t" || suffix == "tib" || suffix == "tb") shift = 40;
-  else return std::nullopt;
+  if (suffix.empty() || suffix == "b")
+    shift = 0;
+  else if (suffix == "k" || suffix == "kib" || suffix == "kb")
+    shift = 10;
+  else if (suffix == "m" || suffix == "mib" || suffix == "mb")
+    shift = 20;
+  else if (suffix == "g" || suffix == "gib" || suffix == "gb")
+    shift = 30;
+  else if (suffix == "t" || suffix == "tib" || suffix == "tb")
+    shift = 40;
+  else
+    return std::nullopt;
   if (shift != 0 && *base > (std::numeric_limits<uint64_t>::max() >> shift)) return std::nullopt;
   return *base << shift;
 }

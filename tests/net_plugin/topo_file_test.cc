@@ -71,6 +71,7 @@ std::string readAll(const std::string& path) {
 Machine flatVm() {
   Machine m;
   m.source = "test machine";
+  m.hypervisor = "CPU flag hypervisor";
   CpuNode cpu;
   cpu.numaId = 0;
   cpu.arch = "x86_64";
@@ -153,6 +154,31 @@ TEST_F(ProvideTopologyFile, WritesTheRepairedMachineIntoAMemfd) {
   EXPECT_NE(outcome.summary.find("test machine"), std::string::npos) << outcome.summary;
   EXPECT_EQ(log.count(LogLevel::Info, "topology repair: ffff:ff:01.0"), 1) << log.all();
   EXPECT_EQ(log.count(LogLevel::Info, "topology: NVML not used: test"), 1) << log.all();
+}
+
+TEST_F(ProvideTopologyFile, FlatBareMetalIsNotRepairedUnlessForced) {
+  // The same flat tree without any sign of a hypervisor: GPU and NIC really meet at the CPU.
+  Machine bare = flatVm();
+  bare.hypervisor.clear();
+  run({}, bare);
+  ASSERT_EQ(outcome.kind, Kind::Written) << log.all();
+  EXPECT_EQ(readAll(outcome.path).find("ffff:ff:"), std::string::npos);
+  EXPECT_NE(outcome.summary.find("PHB; bare metal"), std::string::npos) << outcome.summary;
+
+  for (const char* forced : {"on", "1"}) {
+    TearDown();
+    run({{"NCCL_PILOT_TOPO_REPAIR", forced}}, bare);
+    ASSERT_EQ(outcome.kind, Kind::Written) << log.all();
+    EXPECT_NE(readAll(outcome.path).find("ffff:ff:01.0"), std::string::npos) << forced;
+  }
+}
+
+TEST_F(ProvideTopologyFile, MalformedRepairSettingWarnsAndUsesAuto) {
+  run({{"NCCL_PILOT_TOPO_REPAIR", "maybe"}}, flatVm());
+  ASSERT_EQ(outcome.kind, Kind::Written) << log.all();
+  EXPECT_EQ(log.count(LogLevel::Warn, "NCCL_PILOT_TOPO_REPAIR=maybe is not auto, on or off"), 1)
+      << log.all();
+  EXPECT_NE(readAll(outcome.path).find("ffff:ff:01.0"), std::string::npos);
 }
 
 TEST_F(ProvideTopologyFile, RepairOffWritesTheMachineAsDetected) {

@@ -75,9 +75,16 @@ struct CpuIdentity {
   std::string vendor;
   int family = -1;
   int model = -1;
+  bool hypervisorFlag = false;  ///< x86 "hypervisor" CPU flag: running under a hypervisor
 };
-/// vendor_id, cpu family and model of the first processor in /proc/cpuinfo.
+/// vendor_id, cpu family, model and the hypervisor flag of the first processor in /proc/cpuinfo.
 CpuIdentity readCpuInfo(const SysfsRoot& sysfs, std::vector<std::string>& notes);
+
+/// The evidence that this is a virtual machine, from the hypervisor CPU flag and DMI strings
+/// (/sys/class/dmi/id); "" on bare metal or when nothing is readable.
+std::string hypervisorEvidence(bool cpuFlag, const std::string& dmiVendor,
+                               const std::string& dmiProduct);
+std::string readHypervisor(const SysfsRoot& sysfs, std::vector<std::string>& notes);
 
 /// Port state, link layer, rate, node GUID and netdev of /sys/class/infiniband/<nic.name>,
 /// choosing the first ACTIVE port (else the first port).

@@ -411,6 +411,14 @@ Expected<Machine> detectWithHwloc(const HwlocLibrary& lib, const DetectOptions& 
   SysfsRoot sysfs(options.sysfsRoot);
   Walker walker(lib, live ? &sysfs : nullptr, m.notes);
   walker.run(root, m);
+  if (live) {
+    std::vector<std::string> ignored;
+    m.hypervisor = detail::readHypervisor(sysfs, ignored);
+  } else {
+    m.hypervisor = detail::hypervisorEvidence(
+        false, infoOf(root, "DMISysVendor") ? infoOf(root, "DMISysVendor") : "",
+        infoOf(root, "DMIProductName") ? infoOf(root, "DMIProductName") : "");
+  }
   if (!live) {
     m.notes.push_back(
         "PCIe link speed and width estimated from hwloc's current link rate (an "

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "pilot/core/text.h"
 #include "pilot/topology/affinity.h"
 #include "pilot/topology/nccl_xml.h"
 
@@ -247,6 +248,50 @@ RepairResult repairFlatTopology(const Machine& machine, const std::vector<GpuNic
   } catch (...) {
     return RepairResult{machine, false, {"not repaired: out of memory"}};
   }
+}
+
+std::optional<RepairPolicy> parseRepairPolicy(std::string_view text) {
+  std::string v = text::toLower(text::trim(text));
+  if (v == "auto") return RepairPolicy::Auto;
+  if (v == "on" || v == "1" || v == "true" || v == "yes") return RepairPolicy::On;
+  if (v == "off" || v == "0" || v == "false" || v == "no") return RepairPolicy::Off;
+  return std::nullopt;
+}
+
+std::string virtualizationEvidence(const Machine& machine) {
+  if (!machine.hypervisor.empty()) return machine.hypervisor;
+  for (const PciNode& node : machine.pci) {
+    if (node.kind == PciKind::Endpoint || node.synthetic) continue;
+    switch (node.vendor) {
+      case 0x1b36:
+        return "emulated QEMU PCIe bridge " + (node.busId ? node.busId->str() : std::string());
+      case 0x1414:
+        return "emulated Hyper-V bridge " + (node.busId ? node.busId->str() : std::string());
+      case 0x15ad:
+        return "emulated VMware bridge " + (node.busId ? node.busId->str() : std::string());
+      case 0x5853:
+        return "emulated Xen bridge " + (node.busId ? node.busId->str() : std::string());
+      default:
+        break;
+    }
+  }
+  return "";
+}
+
+bool shouldRepair(RepairPolicy policy, const Machine& machine, std::string* why) {
+  std::string evidence = virtualizationEvidence(machine);
+  bool run = policy == RepairPolicy::On || (policy == RepairPolicy::Auto && !evidence.empty());
+  if (why != nullptr) {
+    if (policy == RepairPolicy::Off)
+      *why = "repair off";
+    else if (policy == RepairPolicy::On)
+      *why = "repair forced on";
+    else if (run)
+      *why = "virtual machine (" + evidence + ")";
+    else
+      *why = "bare metal as far as detection can tell: flat paths are real, no repair";
+  }
+  return run;
 }
 
 }  // namespace pilot::topology

@@ -282,8 +282,36 @@ CpuIdentity readCpuInfo(const SysfsRoot& sysfs, std::vector<std::string>& notes)
     if (key == "vendor_id") id.vendor = std::string(value);
     if (key == "cpu family" && number && *number < 4096) id.family = static_cast<int>(*number);
     if (key == "model" && number && *number < 4096) id.model = static_cast<int>(*number);
+    if (key == "flags") {
+      for (std::string_view flag : text::splitWhitespace(value)) {
+        if (flag == "hypervisor") id.hypervisorFlag = true;
+      }
+    }
   }
   return id;
+}
+
+std::string hypervisorEvidence(bool cpuFlag, const std::string& dmiVendor,
+                               const std::string& dmiProduct) {
+  // DMI strings that only virtual machines carry (bare-metal vendors write their own names).
+  static const char* const kVirtualVendors[] = {"QEMU",       "KVM",    "VMware",    "Xen",
+                                                "Amazon EC2", "Google", "OpenStack", "Parallels",
+                                                "innotek",    "BHYVE",  "Bochs"};
+  std::string evidence;
+  auto add = [&](const std::string& what) { evidence += (evidence.empty() ? "" : ", ") + what; };
+  if (cpuFlag) add("CPU flag hypervisor");
+  const std::string dmi = dmiVendor + " " + dmiProduct;
+  bool virtualDmi = dmi.find("Virtual Machine") != std::string::npos;  // Hyper-V, Azure
+  for (const char* v : kVirtualVendors) virtualDmi = virtualDmi || dmi.find(v) != std::string::npos;
+  if (virtualDmi) add("DMI " + std::string(text::trim(dmi)));
+  return evidence;
+}
+
+std::string readHypervisor(const SysfsRoot& sysfs, std::vector<std::string>& notes) {
+  CpuIdentity id = readCpuInfo(sysfs, notes);
+  return hypervisorEvidence(id.hypervisorFlag,
+                            sysfs.readLine("/sys/class/dmi/id/sys_vendor").value_or(""),
+                            sysfs.readLine("/sys/class/dmi/id/product_name").value_or(""));
 }
 
 void readRdmaDevice(const SysfsRoot& sysfs, Nic& nic, std::vector<std::string>& notes) {
@@ -355,6 +383,8 @@ Expected<Machine> detectFromSysfs(const SysfsRoot& sysfs) {
       return Error{"cannot read " + sysfs.path(kPciDevices) + ": no such directory"};
     Machine m;
     m.source = "sysfs " + sysfs.root();
+    std::vector<std::string> ignored;  // readCpus reports an unreadable cpuinfo already
+    m.hypervisor = detail::readHypervisor(sysfs, ignored);
     PciScan scan(sysfs, m.notes);
     std::string why;
 

@@ -110,8 +110,17 @@ TopoFileOutcome finish(Logger& log, LogLevel level, TopoFileOutcome::Kind kind, 
 }
 
 /// "4 GPUs, 4 NICs; 0000:07:00.0->mlx5_0 PHB->PIX, ...": what the INFO line says we found.
+RepairPolicy readRepairPolicy(const EnvLookup& env, Logger& log) {
+  auto value = readText(env, setting::kTopoRepair);
+  if (!value) return RepairPolicy::Auto;
+  if (auto policy = parseRepairPolicy(*value)) return *policy;
+  PILOT_LOG(log, Warn, kFlags | subsys::Env, "%s=%s is not auto, on or off; using auto",
+            setting::kTopoRepair, value->c_str());
+  return RepairPolicy::Auto;
+}
+
 std::string describe(const Machine& detected, const std::vector<GpuNicPair>& pairs,
-                     const RepairResult* repair) {
+                     const RepairResult* repair, const std::string& repairWhy) {
   std::string s = std::to_string(detected.gpus.size()) + " GPU(s), " +
                   std::to_string(detected.nics.size()) + " NIC(s)";
   if (pairs.empty()) s += "; no GPU-NIC pairs";
@@ -134,7 +143,7 @@ std::string describe(const Machine& detected, const std::vector<GpuNicPair>& pai
     }
   }
   if (repair == nullptr) {
-    s += "; repair off";
+    s += "; " + repairWhy;
   } else if (repair->repaired) {
     s += "; repaired (" + std::to_string(repair->actions.size()) + " synthetic switch(es))";
   } else {
@@ -197,7 +206,8 @@ TopoFileOutcome provideTopologyFile(const EnvLookup& env, Logger& log, Environme
 
   const std::vector<GpuNicPair> pairs = pairGpusWithNics(machine);
   std::optional<RepairResult> repair;
-  if (readSwitch(setting::kTopoRepair)) {
+  std::string repairWhy;
+  if (shouldRepair(readRepairPolicy(env, log), machine, &repairWhy)) {
     repair = repairFlatTopology(machine, pairs);
     for (const std::string& action : repair->actions) {
       PILOT_LOG(log, Info, kFlags, "topology repair: %s", action.c_str());
@@ -236,9 +246,10 @@ TopoFileOutcome provideTopologyFile(const EnvLookup& env, Logger& log, Environme
     }
   }
 
-  TopoFileOutcome outcome = finish(log, LogLevel::Info, Kind::Written, path,
-                                   "NCCL_TOPO_FILE=" + path + " (" + machine.source + "): " +
-                                       describe(machine, pairs, repair ? &*repair : nullptr));
+  TopoFileOutcome outcome =
+      finish(log, LogLevel::Info, Kind::Written, path,
+             "NCCL_TOPO_FILE=" + path + " (" + machine.source +
+                 "): " + describe(machine, pairs, repair ? &*repair : nullptr, repairWhy));
   outcome.fd = fd;
   return outcome;
 }

@@ -134,8 +134,8 @@ CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& 
     }
     lane.offsets.push_back(static_cast<uint32_t>(lane.entries.size()));
     const auto intervalOf = [&](uint64_t v) {
-      return static_cast<uint32_t>(
-          std::upper_bound(lane.starts.begin(), lane.starts.end(), v) - lane.starts.begin() - 1);
+      return static_cast<uint32_t>(std::upper_bound(lane.starts.begin(), lane.starts.end(), v) -
+                                   lane.starts.begin() - 1);
     };
     for (unsigned b = 0; b <= 64; ++b) {
       lane.byBitLength[b] = intervalOf(b == 0 ? 0 : (uint64_t{1} << (b - 1)));

@@ -3,7 +3,9 @@
 namespace pilot::tuner {
 namespace {
 
-int lowestBit(unsigned v) { return __builtin_ctz(v); }
+int lowestBit(unsigned v) {
+  return __builtin_ctz(v);
+}
 
 }  // namespace
 

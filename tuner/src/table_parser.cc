@@ -11,16 +11,22 @@ namespace {
 
 constexpr uint64_t kAny = std::numeric_limits<uint64_t>::max();
 
-bool singleBit(unsigned v) { return v != 0 && (v & (v - 1)) == 0; }
+bool singleBit(unsigned v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
 
 /// Thrown only inside this file, caught per line; never escapes parseTable.
 struct LineError {
   std::string message;
 };
 
-[[noreturn]] void fail(std::string message) { throw LineError{std::move(message)}; }
+[[noreturn]] void fail(std::string message) {
+  throw LineError{std::move(message)};
+}
 
-std::string quoted(std::string_view s) { return "'" + std::string(s.substr(0, 64)) + "'"; }
+std::string quoted(std::string_view s) {
+  return "'" + std::string(s.substr(0, 64)) + "'";
+}
 
 uint64_t parseBound(std::string_view s, bool bytes, std::string_view key) {
   auto v = bytes ? text::parseBytes(s) : text::parseUnsigned(s);
@@ -111,10 +117,11 @@ Rule parseCsvLine(std::string_view line) {
   std::vector<std::string_view> f = text::split(line, ',');
   for (auto& field : f) field = text::trim(field);
   if (f.size() < 8 || f.size() > 10) {
-    fail("expected 8 to 10 comma-separated fields "
-         "(collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks"
-         "[,numPipeOps[,regBuff]]), found " +
-         std::to_string(f.size()));
+    fail(
+        "expected 8 to 10 comma-separated fields "
+        "(collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks"
+        "[,numPipeOps[,regBuff]]), found " +
+        std::to_string(f.size()));
   }
   Rule r;
   r.collectives = parseCollectives(f[0]);
@@ -155,15 +162,24 @@ Rule parseNativeLine(std::string_view line) {
     }
     std::string key = text::toLower(token.substr(0, eq));
     std::string_view value = token.substr(eq + 1);
-    if (key == "size") once(1, key), r.size = parseRange(value, true, key);
-    else if (key == "algo") once(2, key), r.algorithms = parseAlgorithms(value);
-    else if (key == "proto") once(3, key), r.protocols = parseProtocols(value);
-    else if (key == "nodes") once(4, key), r.nodes = parseRange(value, false, key);
-    else if (key == "ranks") once(5, key), r.ranks = parseRange(value, false, key);
-    else if (key == "rpn") once(6, key), r.ranksPerNode = parseRange(value, false, key);
-    else if (key == "pipeops") once(7, key), r.pipeOps = parseRange(value, false, key);
-    else if (key == "regbuff") once(8, key), r.regBuff = parseRegBuff(value);
-    else if (key == "channels") once(9, key), r.channels = parseChannels(value);
+    if (key == "size")
+      once(1, key), r.size = parseRange(value, true, key);
+    else if (key == "algo")
+      once(2, key), r.algorithms = parseAlgorithms(value);
+    else if (key == "proto")
+      once(3, key), r.protocols = parseProtocols(value);
+    else if (key == "nodes")
+      once(4, key), r.nodes = parseRange(value, false, key);
+    else if (key == "ranks")
+      once(5, key), r.ranks = parseRange(value, false, key);
+    else if (key == "rpn")
+      once(6, key), r.ranksPerNode = parseRange(value, false, key);
+    else if (key == "pipeops")
+      once(7, key), r.pipeOps = parseRange(value, false, key);
+    else if (key == "regbuff")
+      once(8, key), r.regBuff = parseRegBuff(value);
+    else if (key == "channels")
+      once(9, key), r.channels = parseChannels(value);
     else if (key == "chunk") {
       once(10, key);
       if (isWildcard(value)) continue;
@@ -182,7 +198,9 @@ Rule parseNativeLine(std::string_view line) {
 
 }  // namespace
 
-bool Rule::selectsOneCell() const { return singleBit(algorithms) && singleBit(protocols); }
+bool Rule::selectsOneCell() const {
+  return singleBit(algorithms) && singleBit(protocols);
+}
 
 ParsedTable parseTable(std::string_view text, std::string source) {
   ParsedTable out;
@@ -213,8 +231,8 @@ ParsedTable parseTable(std::string_view text, std::string source) {
     line = text::trim(line.substr(0, line.find('#')));
     if (line.empty()) continue;
     try {
-      Rule rule = line.find(',') != std::string_view::npos ? parseCsvLine(line)
-                                                            : parseNativeLine(line);
+      Rule rule =
+          line.find(',') != std::string_view::npos ? parseCsvLine(line) : parseNativeLine(line);
       rule.line = lineNo;
       out.table.rules.push_back(rule);
     } catch (const LineError& e) {
@@ -260,15 +278,18 @@ std::string formatRule(const Rule& r) {
   } else {
     const char* sep = "";
     for (int c = 0; c < kNumCollectives; ++c) {
-      if (r.collectives & (1u << c)) os << sep << collectiveName(static_cast<Collective>(c)), sep = "|";
+      if (r.collectives & (1u << c))
+        os << sep << collectiveName(static_cast<Collective>(c)), sep = "|";
     }
   }
   auto range = [&](const char* key, const Range& x, bool bytes) {
     if (x.any()) return;
     auto fmt = [&](uint64_t v) { return bytes ? text::formatBytes(v) : std::to_string(v); };
     os << ' ' << key << '=';
-    if (x.lo == x.hi) os << fmt(x.lo);
-    else os << (x.lo == 0 ? "" : fmt(x.lo)) << ".." << (x.hi == kAny ? "" : fmt(x.hi));
+    if (x.lo == x.hi)
+      os << fmt(x.lo);
+    else
+      os << (x.lo == 0 ? "" : fmt(x.lo)) << ".." << (x.hi == kAny ? "" : fmt(x.hi));
   };
   range("size", r.size, true);
   if (r.perRankSize) os << " per-rank";

@@ -8,7 +8,9 @@ namespace {
 
 constexpr size_t kMaxLoggedDiagnostics = 20;
 
-bool validCollective(int collType) { return collType >= 0 && collType < kNumCollectives; }
+bool validCollective(int collType) {
+  return collType >= 0 && collType < kNumCollectives;
+}
 
 void traceDecision(Logger& log, const char* abi, int collType, uint64_t nBytes, int numPipeOps,
                    const Rule* rule) {
@@ -71,8 +73,8 @@ void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps, fl
   }
 }
 
-void TunerContext::getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport,
-                                 int nvlsSupport, int numPipeOps, int* algorithm, int* protocol,
+void TunerContext::getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport, int nvlsSupport,
+                                 int numPipeOps, int* algorithm, int* protocol,
                                  int* nChannels) const noexcept {
   if (table_ == nullptr || algorithm == nullptr || protocol == nullptr ||
       !validCollective(collType)) {
@@ -81,10 +83,11 @@ void TunerContext::getCollInfoV2(int collType, uint64_t nBytes, int collNetSuppo
   const V2Support support{static_cast<Collective>(collType), collNetSupport == 1, nvlsSupport == 1,
                           static_cast<int>(nNodes_)};
   const uint64_t pipeOps = numPipeOps < 0 ? 0 : static_cast<uint64_t>(numPipeOps);
-  const Rule* hit = table_->firstMatch(static_cast<Collective>(collType), nBytes, [&](const Rule& r) {
-    if (!r.pipeOps.contains(pipeOps) || r.regBuff >= 0) return false;  // v2 has no regBuff
-    return applyV2(r, support, algorithm, protocol, nChannels) != V2Outcome::NotApplicable;
-  });
+  const Rule* hit =
+      table_->firstMatch(static_cast<Collective>(collType), nBytes, [&](const Rule& r) {
+        if (!r.pipeOps.contains(pipeOps) || r.regBuff >= 0) return false;  // v2 has no regBuff
+        return applyV2(r, support, algorithm, protocol, nChannels) != V2Outcome::NotApplicable;
+      });
   if (trace_) traceDecision(*logger_, "getCollInfo(v2)", collType, nBytes, numPipeOps, hit);
 }
 
@@ -184,9 +187,10 @@ const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {
     if (!provenance.empty()) provenance += ", ";
     provenance += key + " " + value;
   }
-  PILOT_LOG(log, Info, subsys::Init | subsys::Tuning, "loaded %zu rules from %s (%zu lines skipped)%s%s",
-            parsed.table.rules.size(), path->c_str(), parsed.diagnostics.size(),
-            provenance.empty() ? "" : "; ", provenance.c_str());
+  PILOT_LOG(log, Info, subsys::Init | subsys::Tuning,
+            "loaded %zu rules from %s (%zu lines skipped)%s%s", parsed.table.rules.size(),
+            path->c_str(), parsed.diagnostics.size(), provenance.empty() ? "" : "; ",
+            provenance.c_str());
   out.table = std::make_shared<const TuningTable>(std::move(parsed.table));
   return out;
 }
@@ -207,7 +211,8 @@ Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
       if (it != cache_.end()) {
         compiled = it->second;
       } else {
-        compiled = std::make_shared<const CompiledTable>(CompiledTable::compile(*loaded.table, shape));
+        compiled =
+            std::make_shared<const CompiledTable>(CompiledTable::compile(*loaded.table, shape));
         if (cache_.size() < kMaxCachedShapes) cache_.emplace(shape, compiled);
       }
     }
@@ -221,7 +226,8 @@ Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
     compiled.reset();
   }
   bool trace = false;
-  if (auto debug = readText(env_, setting::kNcclDebug)) trace = text::equalsIgnoreCase(*debug, "TRACE");
+  if (auto debug = readText(env_, setting::kNcclDebug))
+    trace = text::equalsIgnoreCase(*debug, "TRACE");
   if (compiled) {
     PILOT_LOG(*logger, Info, subsys::Init | subsys::Tuning,
               "communicator %llu ranks on %llu nodes: %zu rules apply (tuner ABI v%d)",

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "detect_internal.h"
+#include "pilot/topology/affinity.h"
 #include "pilot/topology/sources.h"
 #include "test_support.h"
 
@@ -120,6 +121,31 @@ TEST(SysfsDetectKvm, FlatVmPathsArePhb) {
   int nic0 = pciIndex(m, "0000:03:00.0");
   EXPECT_EQ(classifyPath(m, gpu0, nic0), PathType::PHB);
   EXPECT_EQ(classifyPath(m, gpu0, gpu1), PathType::PHB);
+}
+
+TEST(SysfsDetectKvm, SeesTheHypervisorSoTheRepairRunsOnItsOwn) {
+  Machine m = detect("kvm-flat-2gpu-2nic");
+  EXPECT_EQ(m.hypervisor, "CPU flag hypervisor, DMI QEMU Standard PC (Q35 + ICH9, 2009)");
+  std::string why;
+  EXPECT_TRUE(shouldRepair(RepairPolicy::Auto, m, &why));
+  EXPECT_EQ(why, "virtual machine (" + m.hypervisor + ")");
+  EXPECT_FALSE(shouldRepair(RepairPolicy::Off, m, &why));
+  // Without the CPU flag and DMI (a container may hide both), QEMU's root ports still tell.
+  m.hypervisor.clear();
+  EXPECT_EQ(virtualizationEvidence(m).rfind("emulated QEMU PCIe bridge", 0), 0u)
+      << virtualizationEvidence(m);
+}
+
+TEST(SysfsDetectBaremetal, NoHypervisorEvidenceSoNoAutomaticRepair) {
+  Machine m = detect("baremetal-2gpu-2nic-switch");
+  EXPECT_EQ(m.hypervisor, "");
+  EXPECT_EQ(virtualizationEvidence(m), "");
+  std::string why;
+  EXPECT_FALSE(shouldRepair(RepairPolicy::Auto, m, &why));
+  EXPECT_TRUE(shouldRepair(RepairPolicy::On, m, &why));
+  EXPECT_EQ(parseRepairPolicy("OFF"), RepairPolicy::Off);
+  EXPECT_EQ(parseRepairPolicy("1"), RepairPolicy::On);
+  EXPECT_EQ(parseRepairPolicy("sometimes"), std::nullopt);
 }
 
 TEST(SysfsDetectBaremetal, SwitchPerSocketWithGpuAndNic) {

@@ -16,7 +16,7 @@ namespace pilot {
 enum class SettingType { Path, Bool, Enum, Text };
 
 struct SettingInfo {
-  const char* name;         ///< environment variable
+  const char* name;  ///< environment variable
   SettingType type;
   const char* defaultValue;  ///< as written in the environment; "" = unset
   const char* description;   ///< one line, for docs and `nccl-pilot version --settings`

@@ -17,7 +17,7 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : value_(std::move(value)) {}      // NOLINT: implicit by design
   Expected(Error error) : error_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return value_.has_value(); }

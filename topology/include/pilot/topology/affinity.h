@@ -1,7 +1,9 @@
 // Pairing GPUs with NICs by PCIe distance, and the flat-VM repair.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pilot/topology/model.h"
@@ -9,10 +11,10 @@
 namespace pilot::topology {
 
 struct GpuNicPair {
-  int gpu = -1;            ///< index into Machine::gpus
-  std::vector<int> nics;   ///< indices into Machine::nics; several = rails
+  int gpu = -1;           ///< index into Machine::gpus
+  std::vector<int> nics;  ///< indices into Machine::nics; several = rails
   PathType path = PathType::SYS;
-  std::string why;         ///< one line: "same PCIe switch 0000:07:00.0", "shares NIC with ..."
+  std::string why;  ///< one line: "same PCIe switch 0000:07:00.0", "shares NIC with ..."
 };
 
 /// Deterministic: each GPU gets the NIC(s) at its best path type; GPUs with the same best set
@@ -31,7 +33,7 @@ std::vector<int> eligibleNics(const Machine& machine);
 std::string describePairs(const Machine& machine, const std::vector<GpuNicPair>& pairs);
 
 struct RepairResult {
-  Machine machine;       ///< with synthetic switches inserted
+  Machine machine;  ///< with synthetic switches inserted
   bool repaired = false;
   std::vector<std::string> actions;  ///< one line per synthetic switch
 };
@@ -42,6 +44,19 @@ struct RepairResult {
 /// them as PIX and enables GPU Direct RDMA. Pairs already PIX/PXB are left alone. GPUs sharing
 /// a NIC go under one switch with it; all functions of a NIC device move together. The pairs'
 /// `path` fields describe the input: call pairGpusWithNics on the result for the new ones.
+/// When repairFlatTopology runs: Auto = only on a virtual machine (on bare metal a GPU and a
+/// NIC meeting at the CPU really are PHB apart, and NCCL is right to keep GPU Direct RDMA off).
+enum class RepairPolicy { Auto, On, Off };
+/// "auto", "on"/"1"/"true"/"yes", "off"/"0"/"false"/"no" (case-insensitive).
+std::optional<RepairPolicy> parseRepairPolicy(std::string_view text);
+
+/// Why the machine looks virtual: detection's evidence (Machine::hypervisor), or bridges only
+/// hypervisors emulate (QEMU/Red Hat 1b36, Microsoft 1414, VMware 15ad, Xen 5853). "" if none.
+std::string virtualizationEvidence(const Machine& machine);
+
+/// Whether the policy lets the repair run on this machine; *why gets one line either way.
+bool shouldRepair(RepairPolicy policy, const Machine& machine, std::string* why);
+
 RepairResult repairFlatTopology(const Machine& machine, const std::vector<GpuNicPair>& pairs);
 
 }  // namespace pilot::topology

@@ -26,12 +26,12 @@ struct BusId {
 
 /// One NUMA node with the CPU facts NCCL requires on <cpu>.
 struct CpuNode {
-  int numaId = -1;             ///< -1 = unknown (NCCL accepts it)
-  std::string arch;            ///< "x86_64", "arm64", "ppc64"
-  std::string vendor;          ///< "GenuineIntel", "AuthenticAMD", ...; empty on non-x86
-  int familyId = -1;           ///< x86 CPUID family (decimal); -1 unknown
-  int modelId = -1;            ///< x86 CPUID model (decimal); -1 unknown
-  std::string affinity;        ///< Linux cpumap format: "ffffffff,00000000"
+  int numaId = -1;       ///< -1 = unknown (NCCL accepts it)
+  std::string arch;      ///< "x86_64", "arm64", "ppc64"
+  std::string vendor;    ///< "GenuineIntel", "AuthenticAMD", ...; empty on non-x86
+  int familyId = -1;     ///< x86 CPUID family (decimal); -1 unknown
+  int modelId = -1;      ///< x86 CPUID model (decimal); -1 unknown
+  std::string affinity;  ///< Linux cpumap format: "ffffffff,00000000"
 };
 
 enum class PciKind {
@@ -53,15 +53,15 @@ struct PciNode {
   int numaNode = -1;           ///< owning NUMA node id (-1 unknown)
   uint32_t classCode = 0;      ///< 24-bit class, e.g. 0x030200 (3D controller), 0x060400 bridge
   uint16_t vendor = 0, device = 0, subsystemVendor = 0, subsystemDevice = 0;
-  std::string linkSpeed;       ///< NCCL's table spelling, e.g. "16.0 GT/s PCIe"; "" unknown
-  int linkWidth = 0;           ///< lanes; 0 unknown
-  bool synthetic = false;      ///< invented by the flat-VM repair; does not exist on the host
+  std::string linkSpeed;   ///< NCCL's table spelling, e.g. "16.0 GT/s PCIe"; "" unknown
+  int linkWidth = 0;       ///< lanes; 0 unknown
+  bool synthetic = false;  ///< invented by the flat-VM repair; does not exist on the host
 };
 
 struct Gpu {
-  int pci = -1;       ///< index into Machine::pci
-  int sm = 0;         ///< compute capability x10 (NVML); 0 unknown
-  std::string name;   ///< e.g. "A100-SXM4-40GB" when known
+  int pci = -1;      ///< index into Machine::pci
+  int sm = 0;        ///< compute capability x10 (NVML); 0 unknown
+  std::string name;  ///< e.g. "A100-SXM4-40GB" when known
   /// NVLink peers: (peer bus id, link count). Empty when NVML is absent.
   std::vector<std::pair<BusId, int>> nvlinks;
 };
@@ -69,24 +69,27 @@ struct Gpu {
 enum class LinkLayer { Unknown, InfiniBand, Ethernet };
 
 struct Nic {
-  int pci = -1;             ///< index into Machine::pci; -1 = virtual (no PCI device)
-  std::string name;         ///< RDMA device (mlx5_0) when there is one, else interface (eth0)
-  std::string netdev;       ///< kernel interface name (ib0, eth0), "" if none
-  bool rdma = false;        ///< has an RDMA (verbs) device
+  int pci = -1;        ///< index into Machine::pci; -1 = virtual (no PCI device)
+  std::string name;    ///< RDMA device (mlx5_0) when there is one, else interface (eth0)
+  std::string netdev;  ///< kernel interface name (ib0, eth0), "" if none
+  bool rdma = false;   ///< has an RDMA (verbs) device
   int port = 1;
-  std::string state;        ///< "ACTIVE", "DOWN", ... ("" unknown)
+  std::string state;  ///< "ACTIVE", "DOWN", ... ("" unknown)
   LinkLayer linkLayer = LinkLayer::Unknown;
-  int speedMbps = 0;        ///< 0 unknown
-  std::string guid;         ///< node GUID "0x..." ("" unknown)
+  int speedMbps = 0;  ///< 0 unknown
+  std::string guid;   ///< node GUID "0x..." ("" unknown)
 };
 
 struct Machine {
   std::string source;  ///< where it came from: "hwloc live", "hwloc XML <file>", "sysfs <root>"
   std::vector<CpuNode> cpus;
-  std::vector<PciNode> pci;  ///< parents always precede children
-  std::vector<Gpu> gpus;     ///< sorted by bus id
-  std::vector<Nic> nics;     ///< sorted by bus id, then name
+  std::vector<PciNode> pci;        ///< parents always precede children
+  std::vector<Gpu> gpus;           ///< sorted by bus id
+  std::vector<Nic> nics;           ///< sorted by bus id, then name
   std::vector<std::string> notes;  ///< what detection could not do (one line each)
+  /// Non-empty when detection saw a virtual machine: the evidence ("CPU flag hypervisor,
+  /// DMI QEMU"). Flat-VM repair only acts on its own on such machines.
+  std::string hypervisor;
 
   const CpuNode* cpuByNuma(int numaId) const;
 };

@@ -26,14 +26,14 @@ struct CommShape {
 /// What a lookup needs of a rule, packed so that an interval's candidates sit contiguously
 /// in memory (the full Rule stays reachable through `rule`).
 struct HotRule {
-  uint64_t sizeLo, sizeHi;      ///< total bytes for this collective (per-rank already scaled)
-  uint32_t pipeLo, pipeHi;      ///< numPipeOps range, saturated to 32 bits
-  uint32_t rule;                ///< index into CompiledTable's rules
-  int16_t channels;             ///< 0 = keep NCCL's
-  int8_t regBuff;               ///< -1 any
-  int8_t selectAlgo;            ///< >= 0: the rule selects one cell (with selectProto)
+  uint64_t sizeLo, sizeHi;  ///< total bytes for this collective (per-rank already scaled)
+  uint32_t pipeLo, pipeHi;  ///< numPipeOps range, saturated to 32 bits
+  uint32_t rule;            ///< index into CompiledTable's rules
+  int16_t channels;         ///< 0 = keep NCCL's
+  int8_t regBuff;           ///< -1 any
+  int8_t selectAlgo;        ///< >= 0: the rule selects one cell (with selectProto)
   int8_t selectProto;
-  uint8_t namesChoice;          ///< 0: channels/chunk only
+  uint8_t namesChoice;  ///< 0: channels/chunk only
 };
 
 class CompiledTable {
@@ -72,13 +72,13 @@ class CompiledTable {
 
  private:
   struct Lane {
-    std::vector<uint64_t> starts;    // interval i covers [starts[i], starts[i+1]-1]
-    std::vector<uint32_t> offsets;   // candidates of interval i: [offsets[i], offsets[i+1])
+    std::vector<uint64_t> starts;   // interval i covers [starts[i], starts[i+1]-1]
+    std::vector<uint32_t> offsets;  // candidates of interval i: [offsets[i], offsets[i+1])
     std::vector<HotRule> entries;
     /// byBitLength[b]: the interval holding the smallest value of bit length b (b = 0 for 0);
     /// byBitLength[65] = the last interval. Narrows the binary search to one octave.
     uint32_t byBitLength[66] = {};
-    std::vector<HotRule> linear;     // non-empty only in fallback mode
+    std::vector<HotRule> linear;  // non-empty only in fallback mode
   };
 
   CommShape shape_;
@@ -98,8 +98,10 @@ inline CompiledTable::Span CompiledTable::candidates(Collective coll, uint64_t n
   const uint64_t* starts = lane.starts.data();
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo + 1) / 2;
-    if (starts[mid] <= nBytes) lo = mid;
-    else hi = mid - 1;
+    if (starts[mid] <= nBytes)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   const HotRule* base = lane.entries.data();
   return {base + lane.offsets[lo], base + lane.offsets[lo + 1]};

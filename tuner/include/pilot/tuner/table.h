@@ -29,9 +29,15 @@ struct Range {
 using AlgoMask = uint8_t;
 using ProtoMask = uint8_t;
 using CollMask = uint8_t;
-constexpr AlgoMask bit(Algorithm a) { return static_cast<AlgoMask>(1u << static_cast<int>(a)); }
-constexpr ProtoMask bit(Protocol p) { return static_cast<ProtoMask>(1u << static_cast<int>(p)); }
-constexpr CollMask bit(Collective c) { return static_cast<CollMask>(1u << static_cast<int>(c)); }
+constexpr AlgoMask bit(Algorithm a) {
+  return static_cast<AlgoMask>(1u << static_cast<int>(a));
+}
+constexpr ProtoMask bit(Protocol p) {
+  return static_cast<ProtoMask>(1u << static_cast<int>(p));
+}
+constexpr CollMask bit(Collective c) {
+  return static_cast<CollMask>(1u << static_cast<int>(c));
+}
 constexpr CollMask kAllCollectives = (1u << kNumCollectives) - 1;
 
 struct Rule {
@@ -45,7 +51,7 @@ struct Rule {
   /// NCCL's own choice to the named algorithms x protocols (as NCCL_ALGO/NCCL_PROTO would).
   AlgoMask algorithms = 0;
   ProtoMask protocols = 0;
-  int channels = 0;        ///< 0 = keep NCCL's channel count
+  int channels = 0;         ///< 0 = keep NCCL's channel count
   uint64_t chunkBytes = 0;  ///< 0 = keep NCCL's chunk size (tuner ABI v6)
 
   int line = 0;  ///< 1-based line in the source file
@@ -60,7 +66,7 @@ struct Diagnostic {
 };
 
 struct TuningTable {
-  std::string source;  ///< file name, for messages
+  std::string source;                                           ///< file name, for messages
   std::vector<std::pair<std::string, std::string>> provenance;  ///< "#@ key: value" lines
   std::vector<Rule> rules;
 };

@@ -19,3 +19,8 @@ step "All-gather keyed on per-rank bytes, with chunk sizes (NCCL 2.30, tuner ABI
 step "The same all-reduce when NCCL_ALGO excludes Tree: a rule whose cell NCCL disabled steps aside" \
   "$pilot" explain --table "$table" --coll allreduce --nodes 2 --ranks 16 --nccl 2.28 \
   --disable tree
+step "This machine as the net plugin would describe it to NCCL (no GPU here: nothing to pair)" \
+  "$pilot" topo
+step "A recorded KVM guest: GPUs and RDMA NICs on root ports (PHB), repaired into PIX pairs" \
+  "$pilot" topo --sysfs-root tests/topology/data/kvm-flat-2gpu-2nic --nccl-xml build/kvm-topo.xml
+step "The NCCL_TOPO_FILE the plugin would hand NCCL for it" cat build/kvm-topo.xml

@@ -1,6 +1,8 @@
-// The exported net structs ncclNetPlugin_v6 .. _v12, in topology-only mode: init hands NCCL our
-// topology file (once per process) and devices() reports 0, so NCCL moves on to its own
-// transports. Each NCCL takes the newest symbol it knows (research/net.md §1.1).
+// The exported net structs ncclNetPlugin_v6 .. _v12. Init hands NCCL our topology file (once
+// per process) and starts the transport NCCL_PILOT_TRANSPORT names: socket (the default, the
+// multi-stream TCP transport of net/, every call mapped by net_adapters.h) or none
+// (topology-only: devices() reports 0, so NCCL moves on to its own transports). Each NCCL takes
+// the newest symbol it knows (research/net.md §1.1).
 //
 // What NCCL does with a plugin that reports 0 devices (read in NCCL's src/plugin/net.cc,
 // ncclNetPluginInit / ncclNetInit, 2.27.3 .. 2.30.7, and src/net.cc netGetState in 2.23):
@@ -29,6 +31,7 @@
 #include "abi/net_v8.h"
 #include "abi/net_v9.h"
 #include "entry_guard.h"
+#include "net_adapters.h"
 #include "net_process.h"
 
 namespace pilot::plugin {
@@ -39,13 +42,13 @@ using namespace pilot::nccl;
 constexpr const char* kNetName = "Pilot";
 constexpr unsigned long kFlags = subsys::Net;
 
-/// Per-communicator state of v11+ (what NCCL passed; the transport will hang its state here).
+/// Per-communicator state of v11+: what NCCL passed (listen/connect get it back).
 struct NetContext {
   uint64_t commId = 0;
   int trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 };
 
-// v6 .. v9 share init(logger); v10 adds the profiler callback, which topology-only ignores.
+// v6 .. v9 share init(logger); v10 adds the profiler callback, which we ignore (no events).
 ncclResult_t initOnce(ncclDebugLogger_t logFn) {
   startNetProcess(logFn);
   return ncclSuccess;
@@ -81,97 +84,118 @@ ncclResult_t finalize(void* ctx) {
   return ncclSuccess;
 }
 
-ncclResult_t devices(int* ndev) {
-  if (ndev == nullptr) return ncclInvalidArgument;
-  *ndev = 0;  // topology-only: NCCL disables us and uses its own IB/Socket transport
-  return ncclSuccess;
+int trafficClassOf(void* ctx) {
+  return ctx != nullptr ? static_cast<NetContext*>(ctx)->trafficClass
+                        : NCCL_NET_TRAFFIC_CLASS_UNDEF;
 }
 
-/// Everything that needs a device. NCCL never calls these after devices() gave 0; if a host
-/// does, it gets an error and one WARN, and no argument is touched (some are NCCL's arrays).
-template <const char* Name, typename... Args>
-ncclResult_t noDevice(Args... /*args*/) {
+// Per-version shims: argument order and the config/context differ, the work does not.
+ncclResult_t listenCtx(void* ctx, int dev, void* handle, void** listenComm) {
+  return netabi::listen(dev, handle, listenComm);
+}
+ncclResult_t connectV6(int dev, void* handle, void** sendComm) {
+  return netabi::connect(dev, handle, sendComm, NCCL_NET_TRAFFIC_CLASS_UNDEF, nullptr);
+}
+ncclResult_t connectV7(int dev, void* handle, void** sendComm,
+                       ncclNetDeviceHandle_v7_t** sendDevComm) {
+  return netabi::connect(dev, handle, sendComm, NCCL_NET_TRAFFIC_CLASS_UNDEF, sendDevComm);
+}
+ncclResult_t connectV10(int dev, ncclNetCommConfig_v10_t* config, void* handle, void** sendComm,
+                        ncclNetDeviceHandle_v10_t** sendDevComm) {
+  const int trafficClass = config != nullptr ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
+  return netabi::connect(dev, handle, sendComm, trafficClass, sendDevComm);
+}
+ncclResult_t connectCtx(void* ctx, int dev, void* handle, void** sendComm,
+                        ncclNetDeviceHandle_v11_t** sendDevComm) {
+  return netabi::connect(dev, handle, sendComm, trafficClassOf(ctx), sendDevComm);
+}
+ncclResult_t acceptV6(void* listenComm, void** recvComm) {
+  return netabi::accept(listenComm, recvComm, nullptr);
+}
+ncclResult_t irecvSizeT(void* recvComm, int n, void** data, size_t* sizes, int* tags,
+                        void** mhandles, void** request) {
+  return netabi::irecv(recvComm, n, data, sizes, tags, mhandles, request);
+}
+// v10+: the profiler handles are ignored (we emit no profiler events).
+ncclResult_t isendV10(void* sendComm, void* data, size_t size, int tag, void* mhandle,
+                      void* /*phandle*/, void** request) {
+  return netabi::isend(sendComm, data, size, tag, mhandle, request);
+}
+ncclResult_t irecvV10(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles,
+                      void** /*phandles*/, void** request) {
+  return netabi::irecv(recvComm, n, data, sizes, tags, mhandles, request);
+}
+/// Only for device-offload transports (netDeviceType != HOST), which NCCL alone calls it for.
+ncclResult_t getDeviceMr(void* comm, void* mhandle, void** dptrMhandle) {
+  if (dptrMhandle != nullptr) *dptrMhandle = nullptr;
   NcclLogger log = netLogger();
-  PILOT_LOG(log, Warn, kFlags, "%s: no network devices (topology-only mode)", Name);
+  PILOT_LOG(log, Warn, kFlags, "getDeviceMr: a host transport has no device memory handles");
   return ncclInternalError;
 }
-
-constexpr char kGetProperties[] = "getProperties";
-constexpr char kListen[] = "listen";
-constexpr char kConnect[] = "connect";
-constexpr char kAccept[] = "accept";
-constexpr char kRegMr[] = "regMr";
-constexpr char kRegMrDmaBuf[] = "regMrDmaBuf";
-constexpr char kDeregMr[] = "deregMr";
-constexpr char kIsend[] = "isend";
-constexpr char kIrecv[] = "irecv";
-constexpr char kIflush[] = "iflush";
-constexpr char kTest[] = "test";
-constexpr char kCloseSend[] = "closeSend";
-constexpr char kCloseRecv[] = "closeRecv";
-constexpr char kCloseListen[] = "closeListen";
-constexpr char kGetDeviceMr[] = "getDeviceMr";
-constexpr char kIrecvConsumed[] = "irecvConsumed";
-constexpr char kMakeVDevice[] = "makeVDevice";
-constexpr char kSetNetAttr[] = "setNetAttr";
+/// Hints (peers, flows per peer, op/algo/proto) a socket transport has no use for yet.
+template <typename Attr>
+ncclResult_t setNetAttr(void* ctx, Attr* attr) {
+  return ncclSuccess;
+}
 
 }  // namespace
 }  // namespace pilot::plugin
 
 using namespace pilot::nccl;
 namespace p = pilot::plugin;
+namespace a = pilot::plugin::netabi;
 
 #define PILOT_EXPORT __attribute__((visibility("default")))
 
-// The members every version shares after init, in struct order (the argument lists differ per
-// version; each noDevice<> instance takes its types from the member it initialises).
-#define PILOT_NET_COMMON                                                              \
-  p::noDevice<p::kListen>, p::noDevice<p::kConnect>, p::noDevice<p::kAccept>,         \
-      p::noDevice<p::kRegMr>, p::noDevice<p::kRegMrDmaBuf>, p::noDevice<p::kDeregMr>, \
-      p::noDevice<p::kIsend>, p::noDevice<p::kIrecv>, p::noDevice<p::kIflush>,        \
-      p::noDevice<p::kTest>, p::noDevice<p::kCloseSend>, p::noDevice<p::kCloseRecv>,  \
-      p::noDevice<p::kCloseListen>
-#define PILOT_NET_DEVICE_MR p::noDevice<p::kGetDeviceMr>, p::noDevice<p::kIrecvConsumed>
+// Members after connect/accept that share one C signature from v8 on (regMr size_t).
+#define PILOT_NET_TAIL a::iflush, a::test, a::closeSend, a::closeRecv, a::closeListen
+// irecvConsumed stays NULL: NCCL calls it for host plugins too when set (research/net.md §2.4).
+// makeVDevice stays NULL: NCCL then keeps the physical devices (no NIC fusion).
 
 extern "C" {
-PILOT_EXPORT ncclNet_v6_t ncclNetPlugin_v6 = {p::kNetName, p::initOnce, p::devices,
-                                              p::noDevice<p::kGetProperties>, PILOT_NET_COMMON};
-PILOT_EXPORT ncclNet_v7_t ncclNetPlugin_v7 = {p::kNetName,      p::initOnce,
-                                              p::devices,       p::noDevice<p::kGetProperties>,
-                                              PILOT_NET_COMMON, PILOT_NET_DEVICE_MR};
-PILOT_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {p::kNetName,      p::initOnce,
-                                              p::devices,       p::noDevice<p::kGetProperties>,
-                                              PILOT_NET_COMMON, PILOT_NET_DEVICE_MR};
-PILOT_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {p::kNetName,
-                                              p::initOnce,
-                                              p::devices,
-                                              p::noDevice<p::kGetProperties>,
-                                              PILOT_NET_COMMON,
-                                              PILOT_NET_DEVICE_MR,
-                                              p::noDevice<p::kMakeVDevice>};
-PILOT_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {p::kNetName,
-                                                p::initV10,
-                                                p::devices,
-                                                p::noDevice<p::kGetProperties>,
-                                                PILOT_NET_COMMON,
-                                                PILOT_NET_DEVICE_MR,
-                                                p::noDevice<p::kMakeVDevice>};
-PILOT_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {p::kNetName,
-                                                p::initPerComm<ncclNetCommConfig_v11_t>,
-                                                p::devices,
-                                                p::noDevice<p::kGetProperties>,
-                                                PILOT_NET_COMMON,
-                                                PILOT_NET_DEVICE_MR,
-                                                p::noDevice<p::kMakeVDevice>,
-                                                p::finalize,
-                                                p::noDevice<p::kSetNetAttr>};
-PILOT_EXPORT ncclNet_v12_t ncclNetPlugin_v12 = {p::kNetName,
-                                                p::initPerComm<ncclNetCommConfig_v12_t>,
-                                                p::devices,
-                                                p::noDevice<p::kGetProperties>,
-                                                PILOT_NET_COMMON,
-                                                PILOT_NET_DEVICE_MR,
-                                                p::noDevice<p::kMakeVDevice>,
-                                                p::finalize,
-                                                p::noDevice<p::kSetNetAttr>};
+PILOT_EXPORT ncclNet_v6_t ncclNetPlugin_v6 = {
+    p::kNetName,    p::initOnce,  a::devices,  a::getProperties<6, ncclNetProperties_v6_t>,
+    a::listen,      p::connectV6, p::acceptV6, a::regMrInt,
+    a::regMrDmaBuf, a::deregMr,   a::isendInt, a::irecvInt,
+    PILOT_NET_TAIL};
+PILOT_EXPORT ncclNet_v7_t ncclNetPlugin_v7 = {
+    p::kNetName,    p::initOnce,    a::devices,  a::getProperties<7, ncclNetProperties_v7_t>,
+    a::listen,      p::connectV7,   a::accept,   a::regMrInt,
+    a::regMrDmaBuf, a::deregMr,     a::isendInt, a::irecvInt,
+    PILOT_NET_TAIL, p::getDeviceMr, nullptr};
+PILOT_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
+    p::kNetName,    p::initOnce,    a::devices,  a::getProperties<8, ncclNetProperties_v8_t>,
+    a::listen,      p::connectV7,   a::accept,   a::regMr,
+    a::regMrDmaBuf, a::deregMr,     a::isendInt, a::irecvInt,
+    PILOT_NET_TAIL, p::getDeviceMr, nullptr};
+PILOT_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
+    p::kNetName,    p::initOnce,    a::devices, a::getProperties<9, ncclNetProperties_v9_t>,
+    a::listen,      p::connectV7,   a::accept,  a::regMr,
+    a::regMrDmaBuf, a::deregMr,     a::isend,   p::irecvSizeT,
+    PILOT_NET_TAIL, p::getDeviceMr, nullptr,    nullptr};
+PILOT_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
+    p::kNetName,    p::initV10,     a::devices,  a::getProperties<10, ncclNetProperties_v10_t>,
+    a::listen,      p::connectV10,  a::accept,   a::regMr,
+    a::regMrDmaBuf, a::deregMr,     p::isendV10, p::irecvV10,
+    PILOT_NET_TAIL, p::getDeviceMr, nullptr,     nullptr};
+PILOT_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
+    p::kNetName,    p::initPerComm<ncclNetCommConfig_v11_t>,
+    a::devices,     a::getProperties<11, ncclNetProperties_v11_t>,
+    p::listenCtx,   p::connectCtx,
+    a::accept,      a::regMr,
+    a::regMrDmaBuf, a::deregMr,
+    p::isendV10,    p::irecvV10,
+    PILOT_NET_TAIL, p::getDeviceMr,
+    nullptr,        nullptr,
+    p::finalize,    p::setNetAttr<ncclNetAttr_v11_t>};
+PILOT_EXPORT ncclNet_v12_t ncclNetPlugin_v12 = {
+    p::kNetName,    p::initPerComm<ncclNetCommConfig_v12_t>,
+    a::devices,     a::getProperties<12, ncclNetProperties_v12_t>,
+    p::listenCtx,   p::connectCtx,
+    a::accept,      a::regMr,
+    a::regMrDmaBuf, a::deregMr,
+    p::isendV10,    p::irecvV10,
+    PILOT_NET_TAIL, p::getDeviceMr,
+    nullptr,        nullptr,
+    p::finalize,    p::setNetAttr<ncclNetAttr_v12_t>};
 }

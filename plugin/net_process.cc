@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "entry_guard.h"
+#include "net_transport.h"
 #include "pilot/core/config.h"
 #include "pilot/topology/topo_file.h"
 
@@ -28,29 +29,26 @@ NetProcess& process() {
   return *state;
 }
 
-/// Only the topology-only mode exists so far; say so once, and what NCCL will do about it.
-void announceTransport(const EnvLookup& env, Logger& log) {
-  auto transport = readChoice(env, setting::kTransport, "none|socket", "none");
-  if (!transport.ok()) {
-    PILOT_LOG(log, Warn, kFlags, "%s; using none", transport.error().c_str());
-  } else if (transport.value() == "socket") {
-    PILOT_LOG(log, Warn, kFlags,
-              "%s=socket: the socket transport is not available yet; running topology-only",
-              setting::kTransport);
+/// Logs through the NCCL logger of the first init that had one, whenever that came: the
+/// transport's comms log with it for the rest of the process.
+class ProcessNetLogger final : public Logger {
+ public:
+  void write(LogLevel level, unsigned long flags, const char* file, int line,
+             const std::string& message) override {
+    NcclLogger log = netLogger();
+    log.write(level, flags, file, line, message);
   }
-  PILOT_LOG(log, Info, kFlags,
-            "topology-only mode: reporting 0 network devices, so NCCL uses its own IB/Socket "
-            "transport");
-}
+};
 
 void runOnce(ncclDebugLogger_t logFn) {
   NcclLogger log(logFn, kNetPrefix);
   (void)guard(&log, kFlags, "init", nccl::ncclSuccess, [&] {
     const EnvLookup env = processEnv();
-    announceTransport(env, log);
     (void)topology::provideTopologyFile(env, log, topology::processEnvironmentWriter(), [&] {
       return topology::detectLocalMachine(topology::detectOptionsFromEnv(env));
     });
+    static auto* transportLog = new ProcessNetLogger();  // never destroyed: comms outlive exit
+    startTransport(env, *transportLog);
     return nccl::ncclSuccess;
   });
 }

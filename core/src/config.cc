@@ -31,9 +31,20 @@ const std::vector<SettingInfo>& allSettings() {
        "detect from this hwloc XML export (lstopo --of xml) instead of the live machine", nullptr},
       {setting::kSysfsRoot, SettingType::Path, "/",
        "directory that holds sys/ and proc/ for detection (tests replay recorded trees)", nullptr},
-      {setting::kTransport, SettingType::Enum, "none",
-       "network transport of the net plugin; none = topology only, NCCL keeps its own IB/Socket",
+      {setting::kTransport, SettingType::Enum, "socket",
+       "network transport of the net plugin: socket = multi-stream TCP; none = topology only, "
+       "NCCL keeps its own IB/Socket",
        "none|socket"},
+      // The socket transport (net/include/pilot/net/socket.h reads them; ranges there).
+      {"NCCL_PILOT_SOCKET_NSTREAMS", SettingType::Text, "2",
+       "data streams (TCP connections) per NCCL connection of the socket transport, 1..16",
+       nullptr},
+      {"NCCL_PILOT_SOCKET_CHUNK", SettingType::Text, "512K",
+       "largest piece of a message one data stream carries, 64K..64M", nullptr},
+      {"NCCL_PILOT_SOCKET_TIMEOUT_MS", SettingType::Text, "30000",
+       "bound on connection set-up and on noticing a dead peer (TCP user timeout, keepalive), "
+       "100..3600000",
+       nullptr},
   };
   return settings;
 }

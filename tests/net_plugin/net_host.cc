@@ -43,6 +43,9 @@ void resetEnv() {
         "NCCL_PILOT_TUNER_TABLE", "NCCL_TUNER_CONFIG_FILE"}) {
     unsetenv(name);
   }
+  // These scenarios test topology-only mode; the TCP transport (the default) has its own
+  // tests in tests/net/.
+  setenv("NCCL_PILOT_TRANSPORT", "none", 1);
 }
 
 }  // namespace

@@ -1,0 +1,91 @@
+#include "net_transport.h"
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "pilot/net/socket.h"
+
+namespace pilot::plugin {
+namespace {
+
+constexpr unsigned long kFlags = subsys::Init | subsys::Net;
+
+/// Built once and never destroyed: comms NCCL still holds at unload must not dangle, and
+/// destructors at process exit would race NCCL's own teardown threads.
+struct TransportState {
+  std::unique_ptr<net::Transport> transport;
+  std::vector<net::DeviceProperties> devices;
+};
+
+std::atomic<TransportState*> gState{nullptr};
+
+void announceDevices(const TransportState& state, Logger& log) {
+  std::string list;
+  for (const net::DeviceProperties& d : state.devices) {
+    if (!list.empty()) list += ", ";
+    list += d.name + " (" + std::to_string(d.speedMbps) + " Mbps" +
+            (d.pciPath.empty() ? ", virtual" : "") + ")";
+  }
+  PILOT_LOG(log, Info, kFlags, "socket transport on %zu interface(s): %s", state.devices.size(),
+            list.c_str());
+}
+
+}  // namespace
+
+void startTransport(const EnvLookup& env, Logger& log) noexcept {
+  try {
+    auto choice = readChoice(env, setting::kTransport, "none|socket", "socket");
+    std::string mode = choice.ok() ? choice.value() : "socket";
+    if (!choice.ok()) PILOT_LOG(log, Warn, kFlags, "%s; using socket", choice.error().c_str());
+    if (mode == "none") {
+      PILOT_LOG(log, Info, kFlags,
+                "topology-only mode: reporting 0 network devices, so NCCL uses its own "
+                "IB/Socket transport");
+      return;
+    }
+    auto made = net::makeSocketTransport(env, log);
+    if (!made) {
+      PILOT_LOG(log, Warn, kFlags,
+                "socket transport unavailable (%s); topology-only mode: NCCL uses its own "
+                "transport",
+                made.error().c_str());
+      return;
+    }
+    auto state = std::make_unique<TransportState>();
+    state->transport = std::move(*made);
+    for (int dev = 0; dev < state->transport->deviceCount(); ++dev) {
+      auto props = state->transport->properties(dev);
+      if (!props) {
+        PILOT_LOG(log, Warn, kFlags, "%s; topology-only mode", props.error().c_str());
+        return;
+      }
+      state->devices.push_back(std::move(*props));
+    }
+    if (state->devices.empty()) {
+      PILOT_LOG(log, Warn, kFlags,
+                "socket transport: no usable interface (NCCL_SOCKET_IFNAME, "
+                "NCCL_SOCKET_FAMILY); reporting 0 devices, NCCL falls back to its own");
+    } else {
+      announceDevices(*state, log);
+    }
+    gState.store(state.release(), std::memory_order_release);
+  } catch (...) {
+    // bad_alloc: stay topology-only; NCCL keeps working with its own transport.
+  }
+}
+
+net::Transport* transport() noexcept {
+  TransportState* state = gState.load(std::memory_order_acquire);
+  return state != nullptr ? state->transport.get() : nullptr;
+}
+
+const net::DeviceProperties* deviceProperties(int dev) noexcept {
+  TransportState* state = gState.load(std::memory_order_acquire);
+  if (state == nullptr || dev < 0 || static_cast<size_t>(dev) >= state->devices.size()) {
+    return nullptr;
+  }
+  return &state->devices[static_cast<size_t>(dev)];
+}
+
+}  // namespace pilot::plugin

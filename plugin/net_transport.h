@@ -1,0 +1,23 @@
+// The net plugin's transport, chosen once per process at the first init: NCCL_PILOT_TRANSPORT
+// = socket (the default) starts the multi-stream TCP transport of net/; none keeps
+// topology-only mode, where devices() reports 0 and NCCL uses its own IB/Socket transport.
+#pragma once
+
+#include "pilot/core/config.h"
+#include "pilot/core/log.h"
+#include "pilot/net/transport.h"
+
+namespace pilot::plugin {
+
+/// Called from the process's first init (under its lock). Logs what it chose; a transport that
+/// cannot start is one WARN and topology-only mode. `log` is the logger every comm of the
+/// transport will use: it must live as long as the process.
+void startTransport(const EnvLookup& env, Logger& log) noexcept;
+
+/// The transport, or nullptr in topology-only mode (or before the first init returned).
+net::Transport* transport() noexcept;
+
+/// Properties of `dev` read at start (the strings stay valid: NCCL keeps the pointers).
+const net::DeviceProperties* deviceProperties(int dev) noexcept;
+
+}  // namespace pilot::plugin

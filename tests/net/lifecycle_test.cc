@@ -1,0 +1,223 @@
+// Connections opened and closed in bulk, closes with requests in flight on either side, and no
+// file descriptor left behind (ASan builds check memory the same way).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <thread>
+
+#include "net_test_support.h"
+
+namespace nettest {
+namespace {
+
+TEST(Lifecycle, HundredsOfConnectionsOpenAndClose) {
+  RecordingLogger log;
+  auto t = loopbackTransport(log);
+  ASSERT_NE(t, nullptr);
+  const int fdsBefore = openFdCount();
+  constexpr int kPairs = 256;
+  std::vector<Pair> pairs;
+  for (int i = 0; i < kPairs; ++i) {
+    pairs.push_back(connectPair(*t));
+    ASSERT_NE(pairs.back().send, nullptr) << "pair " << i;
+  }
+  // 1 control socket + the default number of data streams on each end.
+  EXPECT_EQ(openFdCount() - fdsBefore, kPairs * 2 * (1 + SocketOptions().streams));
+  for (int i = 0; i < kPairs; ++i) {
+    uint32_t out = 0xc0ffee00u + i, in = 0;
+    void* data[1] = {&in};
+    size_t sizes[1] = {sizeof(in)};
+    int tags[1] = {i};
+    Request* r = postRecv(*t, pairs[i].recv, 1, data, sizes, tags);
+    Request* s = postSend(*t, pairs[i].send, &out, sizeof(out), i);
+    ASSERT_TRUE(waitDone(*t, s).done);
+    ASSERT_TRUE(waitDone(*t, r).done);
+    ASSERT_EQ(in, out);
+  }
+  for (Pair& p : pairs) closePair(*t, p);
+  EXPECT_EQ(openFdCount(), fdsBefore);
+  EXPECT_EQ(log.lines(LogLevel::Warn).size(), 0u) << log.dump();
+}
+
+TEST(Lifecycle, CloseWithRequestsInFlightLeaksNothing) {
+  RecordingLogger log;
+  auto t = loopbackTransport(log);
+  ASSERT_NE(t, nullptr);
+  std::vector<uint8_t> out(8 << 20), in(8 << 20);
+  const int fdsBefore = openFdCount();
+  for (int cycle = 0; cycle < 50; ++cycle) {
+    Pair p = connectPair(*t);
+    ASSERT_NE(p.send, nullptr);
+    std::vector<Request*> recvs, sends;
+    for (int i = 0; i < 4; ++i) {
+      void* data[1] = {in.data() + i * (2 << 20)};
+      size_t sizes[1] = {2 << 20};
+      int tags[1] = {0};
+      recvs.push_back(postRecv(*t, p.recv, 1, data, sizes, tags));
+    }
+    for (int i = 0; i < 3; ++i) sends.push_back(postSend(*t, p.send, out.data(), 2 << 20, 0));
+    TestResult res;
+    (void)t->test(recvs[0], &res);  // some bytes moved, most not
+    // Alternate which side goes first: the survivor must not crash when it is closed later.
+    if (cycle % 2 == 0) {
+      t->closeSend(p.send);
+      t->closeRecv(p.recv);
+    } else {
+      t->closeRecv(p.recv);
+      t->closeSend(p.send);
+    }
+  }
+  EXPECT_EQ(openFdCount(), fdsBefore);
+}
+
+TEST(Lifecycle, PeerCloseMidTransferIsAnErrorNotAHang) {
+  RecordingLogger log;
+  auto t = loopbackTransport(log);
+  ASSERT_NE(t, nullptr);
+  Pair p = connectPair(*t);
+  std::vector<uint8_t> out(64 << 20), in(64 << 20);
+  void* data[1] = {in.data()};
+  size_t sizes[1] = {in.size()};
+  int tags[1] = {0};
+  Request* r = postRecv(*t, p.recv, 1, data, sizes, tags);
+  Request* s = postSend(*t, p.send, out.data(), out.size(), 0);
+  ASSERT_NE(r, nullptr);
+  ASSERT_NE(s, nullptr);
+  TestResult res;
+  ASSERT_TRUE(t->test(r, &res).ok());
+  t->closeSend(p.send);  // the sender vanishes with most of the message unsent
+  std::string error;
+  res = waitDone(*t, r, 10000, &error);
+  EXPECT_FALSE(res.done);
+  EXPECT_NE(error.find("closed"), std::string::npos) << error;
+  EXPECT_NE(error.find("127.0.0.1"), std::string::npos) << error;
+  // The comm stays failed; later calls say so instead of hanging.
+  EXPECT_FALSE(t->irecv(p.recv, 1, data, sizes, tags, nullptr).ok());
+  t->closeRecv(p.recv);
+  EXPECT_EQ(log.count(LogLevel::Warn, "receive from 127.0.0.1"), 1) << log.dump();
+}
+
+TEST(Lifecycle, ReceiverCloseFailsTheSender) {
+  RecordingLogger log;
+  auto t = loopbackTransport(log);
+  ASSERT_NE(t, nullptr);
+  Pair p = connectPair(*t);
+  std::vector<uint8_t> out(64 << 20), in(64 << 20);
+  void* data[1] = {in.data()};
+  size_t sizes[1] = {in.size()};
+  int tags[1] = {0};
+  ASSERT_NE(postRecv(*t, p.recv, 1, data, sizes, tags), nullptr);
+  Request* s = postSend(*t, p.send, out.data(), out.size(), 0);
+  ASSERT_NE(s, nullptr);
+  t->closeRecv(p.recv);
+  std::string error;
+  TestResult res = waitDone(*t, s, 10000, &error);
+  EXPECT_FALSE(res.done);
+  EXPECT_FALSE(error.empty());
+  t->closeSend(p.send);
+}
+
+TEST(Lifecycle, ConnectAndAcceptOnSeparateThreads) {
+  // NCCL's service thread connects while another rank's accepts; each call returns at once.
+  RecordingLogger log;
+  auto t = loopbackTransport(log);
+  ASSERT_NE(t, nullptr);
+  for (int i = 0; i < 20; ++i) {
+    unsigned char handle[kHandleBytes];
+    auto listen = t->listen(0, handle);
+    ASSERT_TRUE(listen.ok());
+    SendComm* send = nullptr;
+    std::thread connector([&] {
+      unsigned char copy[kHandleBytes];
+      std::memcpy(copy, handle, sizeof(copy));  // the peer only has a copy of the handle
+      while (send == nullptr) {
+        auto s = t->connect(0, copy, {});
+        ASSERT_TRUE(s.ok()) << s.error();
+        send = *s;
+      }
+    });
+    RecvComm* recv = nullptr;
+    const int64_t deadline = monotonicMs() + 10000;
+    while (recv == nullptr && monotonicMs() < deadline) {
+      auto r = t->accept(*listen);
+      ASSERT_TRUE(r.ok());
+      recv = *r;
+    }
+    connector.join();
+    ASSERT_NE(recv, nullptr);
+    t->closeListen(*listen);
+    t->closeSend(send);
+    t->closeRecv(recv);
+  }
+}
+
+TEST(Lifecycle, ConnectToAVanishedListenerFailsWithinTheTimeout) {
+  RecordingLogger log;
+  auto t = loopbackTransport(log, {{"NCCL_PILOT_SOCKET_TIMEOUT_MS", "500"}});
+  ASSERT_NE(t, nullptr);
+  unsigned char handle[kHandleBytes];
+  auto listen = t->listen(0, handle);
+  ASSERT_TRUE(listen.ok());
+  t->closeListen(*listen);  // the port is now closed: every attempt is refused
+  const int64_t start = monotonicMs();
+  Expected<SendComm*> s = t->connect(0, handle, {});
+  while (s.ok() && *s == nullptr && monotonicMs() - start < 5000) s = t->connect(0, handle, {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_LT(monotonicMs() - start, 2000);
+  EXPECT_NE(s.error().find("127.0.0.1"), std::string::npos) << s.error();
+  // A failed attempt leaves the handle reusable.
+  s = t->connect(0, handle, {});
+  EXPECT_TRUE(s.ok());
+  while (s.ok() && *s == nullptr) s = t->connect(0, handle, {});
+}
+
+TEST(Lifecycle, Ipv6Works) {
+  // NCCL's selection never picks ::1 (IPv6 loopback); build the device list by hand.
+  NetInterface lo6;
+  lo6.name = "lo";
+  auto* sin6 = reinterpret_cast<sockaddr_in6*>(&lo6.address.storage);
+  sin6->sin6_family = AF_INET6;
+  sin6->sin6_addr = in6addr_loopback;
+  lo6.address.length = sizeof(sockaddr_in6);
+  RecordingLogger log;
+  auto t = makeSocketTransport({lo6}, SocketOptions(), log);
+  unsigned char handle[kHandleBytes];
+  auto listen = t->listen(0, handle);
+  if (!listen.ok() && listen.error().find("Cannot assign") != std::string::npos) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << listen.error();
+  }
+  ASSERT_TRUE(listen.ok()) << listen.error();
+  t->closeListen(*listen);
+  Pair p = connectPair(*t);
+  ASSERT_NE(p.send, nullptr);
+  std::vector<uint8_t> out(300000), in(300000);
+  fillPattern(out.data(), out.size(), 6);
+  void* data[1] = {in.data()};
+  size_t sizes[1] = {in.size()};
+  int tags[1] = {0};
+  Request* r = postRecv(*t, p.recv, 1, data, sizes, tags);
+  Request* s = postSend(*t, p.send, out.data(), out.size(), 0);
+  ASSERT_TRUE(waitDone(*t, s).done);
+  ASSERT_TRUE(waitDone(*t, r).done);
+  EXPECT_EQ(firstMismatch(in.data(), in.size(), 6), SIZE_MAX);
+  closePair(*t, p);
+}
+
+TEST(Lifecycle, ForeignHandlesAreRejected) {
+  RecordingLogger log;
+  auto t = loopbackTransport(log);
+  ASSERT_NE(t, nullptr);
+  unsigned char handle[kHandleBytes] = {};
+  EXPECT_FALSE(t->connect(0, handle, {}).ok()) << "all-zero handle";
+  auto listen = t->listen(0, handle);
+  ASSERT_TRUE(listen.ok());
+  handle[40] = 0x55;  // a ticket no connect() ever issued
+  EXPECT_FALSE(t->connect(0, handle, {}).ok());
+  EXPECT_FALSE(t->listen(5, handle).ok());
+  EXPECT_FALSE(t->properties(-1).ok());
+  t->closeListen(*listen);
+}
+
+}  // namespace
+}  // namespace nettest

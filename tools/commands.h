@@ -19,6 +19,10 @@ struct Command {
 Command addVersionCommand(CLI::App& app);
 Command addExplainCommand(CLI::App& app);
 Command addTopoCommand(CLI::App& app);
+Command addNetbenchCommand(CLI::App& app);
+Command addSweepCommand(CLI::App& app);
+Command addFitCommand(CLI::App& app);
+Command addReportCommand(CLI::App& app);
 
 /// Exit statuses: 1 for a failure while running, 2 for bad arguments.
 constexpr int kExitFailure = 1;

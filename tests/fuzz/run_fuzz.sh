@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs table_parser_fuzz for SECONDS on a scratch copy of the seed corpus (corpus/ beside this
-# script) with the table dictionary. Crash reproducers land in WORKDIR/artifacts/; replay one
+# Runs a fuzzer for SECONDS on a scratch copy of its seed corpus with its dictionary: by default
+# table_parser_fuzz's (corpus/ and table.dict beside this script); PILOT_FUZZ_CORPUS and
+# PILOT_FUZZ_DICT name another target's. Crash reproducers land in WORKDIR/artifacts/; replay one
 # with: FUZZER WORKDIR/artifacts/crash-...
 # Usage: run_fuzz.sh FUZZER WORKDIR [SECONDS]   (extra libFuzzer flags: PILOT_FUZZ_ARGS)
 set -eu
@@ -13,12 +14,14 @@ fuzzer=$1
 work=$2
 seconds=${3:-20}
 here=$(cd "$(dirname "$0")" && pwd)
+corpus=${PILOT_FUZZ_CORPUS:-$here/corpus}
+dict=${PILOT_FUZZ_DICT:-$here/table.dict}
 
 rm -rf "$work/corpus"
 mkdir -p "$work/corpus" "$work/artifacts"
-cp "$here"/corpus/* "$work/corpus/"
+cp "$corpus"/* "$work/corpus/"
 
 # shellcheck disable=SC2086  # PILOT_FUZZ_ARGS is a list of flags
 exec "$fuzzer" -max_total_time="$seconds" -max_len=4096 -timeout=10 -print_final_stats=1 \
-  -dict="$here/table.dict" -artifact_prefix="$work/artifacts/" ${PILOT_FUZZ_ARGS:-} \
+  -dict="$dict" -artifact_prefix="$work/artifacts/" ${PILOT_FUZZ_ARGS:-} \
   "$work/corpus"

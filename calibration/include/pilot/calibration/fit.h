@@ -1,0 +1,155 @@
+// Fitting a tuning table to measurements (docs/calibration.md). Per measured size the fastest
+// configuration replaces NCCL's default only where its gain beats the noise; adjacent sizes
+// with the same choice become size bands; node counts between measured ones are covered by an
+// alpha-beta model across nodes.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pilot/calibration/alpha_beta.h"
+#include "pilot/calibration/measurements.h"
+#include "pilot/calibration/series.h"
+#include "pilot/core/result.h"
+#include "pilot/tuner/table.h"
+
+namespace pilot::calibration {
+
+/// The default minimum gain. On 2 x p5 two identical runs differ by under 2% above 2 MB and by
+/// up to 19% at 8 KB (research/tuner.md section 4). Where noise is that high the measured spread
+/// sets the bar; the margin is the floor for quiet sizes: 2.5 times the quiet run-to-run
+/// difference, so a rule needs a gain no rerun of the same sweep would take away.
+constexpr double kDefaultMargin = 0.05;
+constexpr int kDefaultMinRepeats = 2;
+
+struct FitOptions {
+  double margin = kDefaultMargin;       ///< minimum relative gain over NCCL's default
+  int minRepeats = kDefaultMinRepeats;  ///< runs a series needs for its spread to count
+  std::string toolVersion;              ///< for "#@ fitted-by"
+  std::vector<std::string> inputs;      ///< for "#@ inputs"
+  std::string date;                     ///< for "#@ date"; "" = now, UTC
+};
+
+/// NCCL's default at a size, in Decision::chosen and Band::series.
+constexpr int kDefaultChoice = -1;
+
+/// The run-to-run noise at the shape's i-th default size: the largest spread, (max - min) /
+/// median over repeats, of any series with at least minRepeats runs, at that size and its two
+/// measured neighbours. Noise belongs to the machine and the message size, not to one
+/// configuration, and three repeats estimate it poorly, so the estimate pools them and keeps
+/// the largest: when unsure, NCCL's default stays.
+double noiseAt(const Shape& shape, size_t i, int minRepeats);
+
+/// The fit's verdict at one measured size of one shape.
+struct Decision {
+  ShapeKey shape;
+  uint64_t size = 0;
+  int chosen = kDefaultChoice;  ///< index into the shape's series, or kDefaultChoice
+  std::string chosenLabel;      ///< "default" or the configuration's label
+  double timeUs = 0;            ///< the chosen configuration's median time
+  double defaultTimeUs = 0;
+  double gain = 0;               ///< 1 - timeUs / defaultTimeUs (0 when the default stays)
+  double spread = 0;             ///< the noise at this size (see noiseAt)
+  double defaultSpread = 0;      ///< the default's own spread over its repeats at this size
+  double threshold = 0;          ///< the gain a configuration had to beat: max(margin, spread)
+  int fastest = kDefaultChoice;  ///< the fastest expressible configuration measured here
+  std::string fastestLabel;
+  double fastestGain = 0;  ///< its gain over the default (negative: slower)
+  std::string reason;      ///< why the fastest was or was not chosen, one short phrase
+};
+
+/// A range of message sizes with one choice. Measured sizes sit inside; the edges lie at the
+/// geometric midpoints between measured sizes.
+struct Band {
+  uint64_t lo = 0, hi = 0;  ///< bytes, inclusive
+  int series = kDefaultChoice;
+  std::string label;
+  uint64_t firstSize = 0, lastSize = 0;  ///< measured sizes inside
+  int sizes = 0;
+  double minGain = 0, maxGain = 0;
+  bool extended = false;  ///< hi lies past lastSize by the alpha-beta models
+};
+
+/// How the last band was (or was not) carried past the largest measured size.
+struct SizeExtension {
+  bool attempted = false;  ///< the largest measured size chose a configuration
+  std::string label;
+  AlphaBeta chosen, defaults;  ///< fitted over the sizes within 4 octaves of the largest
+  double gainAtLargest = 0;    ///< the models' gain at the largest measured size
+  double gainLimit = 0;        ///< the models' gain for unbounded sizes (1 - beta_d / beta_c)
+  uint64_t until = 0;          ///< last byte covered; UINT64_MAX = unbounded; 0 = not extended
+  std::string note;
+};
+
+struct ShapeFit {
+  ShapeKey key;
+  std::vector<Band> bands;  ///< every measured size in exactly one band, defaults included
+  SizeExtension extension;
+  std::string note;  ///< why the shape has no rules, when that is not the data's verdict
+};
+
+/// Leave-one-node-count-out error of the node model for one configuration.
+struct NodeModelReport {
+  std::string collective, setup, label;
+  int ranksPerNode = 0;
+  std::vector<int> nodeCounts;
+  NodeScale scale = NodeScale::Log2;  ///< the node term that predicted held-out counts best
+  double medianRelError = std::numeric_limits<double>::quiet_NaN();  ///< NaN: < 2 node counts
+  struct HeldOut {
+    int nodes = 0;
+    double medianRelError = 0;
+    int sizes = 0;
+    std::vector<SizeTime> measured, predicted;  ///< per size, for the report's chart
+  };
+  std::vector<HeldOut> heldOut;
+};
+
+/// Node counts strictly between two measured ones, covered by the node model.
+struct NodeRange {
+  std::string collective, setup;
+  int ranksPerNode = 0;
+  int below = 0, above = 0;        ///< the measured node counts either side
+  std::vector<Band> bands;         ///< Band::series indexes the series of the shape at `below`
+  std::vector<double> modelError;  ///< per band: the node models' error its gain had to beat
+};
+
+struct FittedRule {
+  tuner::Rule rule;
+  std::string comment;  ///< one line, written above the rule
+};
+
+struct FitResult {
+  FitOptions options;
+  Measurements data;
+  std::vector<ShapeFit> shapes;  ///< parallel to data.shapes
+  std::vector<Decision> decisions;
+  std::vector<NodeModelReport> nodeModels;
+  std::vector<NodeRange> nodeRanges;
+  std::vector<FittedRule> rules;   ///< in table order
+  std::vector<std::string> notes;  ///< warnings for the user, one line each
+  std::string ncclVersion;         ///< when every run agrees, else ""
+};
+
+/// The table choice (algorithms, protocols, channels) that makes NCCL behave as a forcing
+/// configuration did: only NCCL_PROTO -> restrict proto=, only NCCL_ALGO -> restrict algo=,
+/// one of each -> select, equal NCCL_MIN/MAX_NCHANNELS -> channels=. An error when the table
+/// cannot say it (per-collective syntax, unknown names, a channel range).
+Expected<tuner::Rule> ruleForConfig(const Config& config);
+
+FitResult fit(const Dataset& data, const FitOptions& options);
+
+/// The table file: provenance header, a comment per shape and per rule, rules in the native
+/// syntax. Loads through tuner::parseTable without a diagnostic.
+std::string tableText(const FitResult& result);
+
+/// The --json report (docs/calibration.md lists its fields).
+nlohmann::ordered_json fitJson(const FitResult& result);
+
+/// Relative numbers as people read them: "4.2%".
+std::string percent(double fraction);
+
+}  // namespace pilot::calibration

@@ -1,0 +1,94 @@
+// Measurements summarised for fitting: runs grouped by communicator shape and forcing
+// configuration, with one median time and one spread per message size. Fitting, evaluation
+// and reports all read this form, never the raw runs, so they agree on what was measured.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pilot/calibration/measurements.h"
+
+namespace pilot::calibration {
+
+/// One communicator shape: what a table rule can tell apart (collective, nodes, ranks) plus
+/// the run's setup, because runs under different setups must never be compared.
+struct ShapeKey {
+  std::string collective;
+  int nodes = 0;  ///< 0 = unknown
+  int ranks = 0;  ///< 0 = unknown
+  std::string setup;
+
+  /// "allreduce nodes=2 ranks=8" (+ " setup=...").
+  std::string str() const;
+  /// Ranks per node, or 0 when unknown or uneven.
+  int ranksPerNode() const;
+  bool operator<(const ShapeKey& o) const;
+  bool operator==(const ShapeKey& o) const;
+};
+
+/// One message size of one series.
+struct SizeStat {
+  uint64_t size = 0;
+  double timeUs = 0;  ///< median over the runs of each run's out-of-place time
+  double spread = 0;  ///< (max - min) / median over the runs; 0 with one run
+  double minUs = 0, maxUs = 0;
+  double busbw = 0;           ///< median bus bandwidth, GB/s
+  std::vector<double> times;  ///< one per run that measured this size, in run order
+};
+
+/// Every usable run of one configuration on one shape.
+struct Series {
+  Config config;
+  std::string label;            ///< "default" for NCCL's defaults, else the first run's label
+  std::vector<int> runs;        ///< indices into Dataset::runs, input order
+  std::vector<SizeStat> sizes;  ///< ascending
+
+  bool isDefault() const { return config.isDefault(); }
+  /// The statistics at exactly `size`, or nullptr when this series did not measure it.
+  const SizeStat* at(uint64_t size) const;
+};
+
+struct Shape {
+  ShapeKey key;
+  std::vector<Series> series;
+  int defaultSeries = -1;   ///< index of NCCL's default in `series`, -1 when not measured
+  std::string ncclVersion;  ///< the version the runs report when they agree, else ""
+
+  const Series* defaults() const {
+    return defaultSeries < 0 ? nullptr : &series[static_cast<size_t>(defaultSeries)];
+  }
+};
+
+/// A run left out of every fit, and why. Reported, never dropped silently.
+struct ExcludedRun {
+  int run = -1;  ///< index into Dataset::runs
+  std::string source, collective, label;
+  std::vector<std::string> reasons;
+};
+
+struct Measurements {
+  std::vector<Shape> shapes;  ///< sorted by ShapeKey
+  std::vector<ExcludedRun> excluded;
+  std::vector<std::string> notes;  ///< odd but usable input (dropped rows), one line each
+};
+
+/// What a configuration forces as one string, names lowercased; labels are ignored, so
+/// "iteration_1" and "iteration_2" both count as repeats of the default.
+std::string seriesKey(const Config& c);
+bool sameForcing(const Config& a, const Config& b);
+
+/// Groups the usable runs. Out-of-place times only: in-place rows measure a different buffer
+/// arrangement, and for AllGather a different amount of copying. Size-0 rows are dropped
+/// (nothing moves; nccl-tests prints them for AllGather counts that round down to zero).
+Measurements summarize(const Dataset& data);
+
+/// One run's out-of-place time per size (the median where a size repeats), size 0 and rows
+/// without a usable time left out; the form summarize() reads runs in.
+std::map<uint64_t, double> runTimes(const Run& run);
+
+/// The median of a non-empty list.
+double median(std::vector<double> values);
+
+}  // namespace pilot::calibration

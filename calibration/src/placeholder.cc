@@ -1,1 +1,0 @@
-// replaced as the calibration sources land

@@ -24,3 +24,15 @@ step "This machine as the net plugin would describe it to NCCL (no GPU here: not
 step "A recorded KVM guest: GPUs and RDMA NICs on root ports (PHB), repaired into PIX pairs" \
   "$pilot" topo --sysfs-root tests/topology/data/kvm-flat-2gpu-2nic --nccl-xml build/kvm-topo.xml
 step "The NCCL_TOPO_FILE the plugin would hand NCCL for it" cat build/kvm-topo.xml
+step "netbench: our TCP transport driven like NCCL's proxy, between two processes over loopback" \
+  env NCCL_SOCKET_IFNAME=lo "$pilot" netbench --plugin build/lib/libnccl-net-pilot.so \
+  --sizes 64K,1M,4M --iters 20
+sweep=tests/calibration/data/synthetic-2n-allreduce.txt
+labels=(--label 'iteration_*=default' --label 'proto_simple*=NCCL_PROTO=Simple'
+  --label 'proto_ll128=NCCL_PROTO=LL128' --label 'algo_tree=NCCL_ALGO=Tree')
+step "fit a tuning table from a bundled sweep (keeps NCCL's default wherever the gain is noise)" \
+  "$pilot" fit "$sweep" "${labels[@]}" -o build/fitted.table --evaluate
+step "what the fitted table makes NCCL 2.28 do" \
+  "$pilot" explain --table build/fitted.table --coll allreduce --nodes 2 --ranks 16 --nccl 2.28
+step "the evidence as a self-contained page" \
+  "$pilot" report "$sweep" "${labels[@]}" -o build/report.html --no-gnuplot

@@ -21,6 +21,13 @@ SocketRecvComm::SocketRecvComm(Connection connection, Logger& log)
   for (Group& g : groups_) g.owner = this;
 }
 
+SocketRecvComm::~SocketRecvComm() {
+  PILOT_LOG(latch_.logger(), Info, subsys::Net,
+            "receive from %s closed: %llu messages, %llu bytes over %d data stream(s)",
+            latch_.peer().c_str(), static_cast<unsigned long long>(received_.messages),
+            static_cast<unsigned long long>(received_.bytes), streamCount_);
+}
+
 Expected<Request*> SocketRecvComm::irecv(int n, void* const* data, const size_t* sizes,
                                          const int* tags) {
   if (latch_.failed()) return latch_.error();
@@ -65,7 +72,10 @@ Status SocketRecvComm::test(SocketRequest* request, TestResult* result) {
   result->done = g->state == SocketRequest::State::Complete;
   result->count = g->n;
   if (result->done) {
-    for (int i = 0; i < g->n; ++i) result->sizes[i] = slot(g->firstSlot + i).size;
+    for (int i = 0; i < g->n; ++i) {
+      result->sizes[i] = slot(g->firstSlot + i).size;
+      received_.add(result->sizes[i]);
+    }
     release(*g);
   }
   return Status::success();

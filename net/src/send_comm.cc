@@ -34,6 +34,13 @@ SocketSendComm::SocketSendComm(Connection connection, Logger& log)
   for (Message& m : messages_) m.owner = this;
 }
 
+SocketSendComm::~SocketSendComm() {
+  PILOT_LOG(latch_.logger(), Info, subsys::Net,
+            "send to %s closed: %llu messages, %llu bytes over %d data stream(s)",
+            latch_.peer().c_str(), static_cast<unsigned long long>(sent_.messages),
+            static_cast<unsigned long long>(sent_.bytes), streamCount_);
+}
+
 int SocketSendComm::findSlot(int tag) const {
   if (headGroup_ == groupsKnown_) return -1;  // no receive posted that is not yet matched
   const PeerGroup& group = peerGroups_[headGroup_ & kRingMask];
@@ -106,6 +113,7 @@ Status SocketSendComm::test(SocketRequest* request, TestResult* result) {
   result->count = 1;
   if (result->done) {
     result->sizes[0] = m->size;
+    sent_.add(m->size);
     m->state = SocketRequest::State::Free;
   }
   return Status::success();

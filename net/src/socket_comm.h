@@ -57,6 +57,17 @@ struct SocketRequest : Request {
   void* owner = nullptr;  ///< the SocketSendComm / SocketRecvComm whose ring holds it
 };
 
+/// What a comm moved, for the INFO line at close: the evidence that data went through this
+/// transport (tests/gpu/run.sh sums these lines from NCCL's log).
+struct TrafficCount {
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+  void add(uint64_t size) {
+    ++messages;
+    bytes += size;
+  }
+};
+
 /// Remembers the first failure of a comm (every later call returns it) and logs it once.
 class FailureLatch {
  public:
@@ -65,6 +76,7 @@ class FailureLatch {
   bool failed() const { return failed_; }
   Error error() const { return Error{message_}; }
   const std::string& peer() const { return peer_; }
+  Logger& logger() const { return log_; }
   /// Records (first time only) and logs "<role> <peer>: <what>"; returns the comm's error.
   Error fail(const std::string& what);
   /// A misuse by the caller: logged, returned, but the comm stays usable.
@@ -81,6 +93,7 @@ class FailureLatch {
 class SocketSendComm final : public SendComm {
  public:
   SocketSendComm(Connection connection, Logger& log);
+  ~SocketSendComm();
   Expected<Request*> isend(const void* data, size_t size, int tag);
   Status test(SocketRequest* request, TestResult* result);
 
@@ -122,6 +135,7 @@ class SocketSendComm final : public SendComm {
   int streamCount_;
   uint64_t chunkBytes_;
   FailureLatch latch_;
+  TrafficCount sent_;
   bool peerClosed_ = false;
 
   std::array<Message, kMaxInflight> messages_;
@@ -147,6 +161,7 @@ class SocketSendComm final : public SendComm {
 class SocketRecvComm final : public RecvComm {
  public:
   SocketRecvComm(Connection connection, Logger& log);
+  ~SocketRecvComm();
   Expected<Request*> irecv(int n, void* const* data, const size_t* sizes, const int* tags);
   Status test(SocketRequest* request, TestResult* result);
 
@@ -188,6 +203,7 @@ class SocketRecvComm final : public RecvComm {
   int streamCount_;
   uint64_t chunkBytes_;
   FailureLatch latch_;
+  TrafficCount received_;
   bool controlClosed_ = false;
 
   std::array<Slot, kMaxInflight> slots_;

@@ -220,6 +220,39 @@ TEST_P(Transfer, TagOfALaterReceiveWaitsForTheCurrentOne) {
   ASSERT_TRUE(waitDone(t, s4).done);
 }
 
+TEST_P(Transfer, CloseReportsWhatEachEndMoved) {
+  // The INFO line at close is how tests/gpu/run.sh proves data went through this transport.
+  Transport& t = *transport_;
+  const size_t sizes[] = {0, 100, 70000, 3 << 20};
+  uint64_t total = 0;
+  std::vector<uint8_t> out(3 << 20), in(3 << 20);
+  for (size_t size : sizes) {
+    total += size;
+    void* data[1] = {in.data()};
+    size_t room[1] = {in.size()};
+    int tags[1] = {1};
+    Request* rr = postRecv(t, pair_.recv, 1, data, room, tags);
+    Request* sr = postSend(t, pair_.send, out.data(), size, 1);
+    ASSERT_NE(rr, nullptr);
+    ASSERT_NE(sr, nullptr);
+    TestResult rres, sres;
+    while (!rres.done || !sres.done) {
+      if (!sres.done) {
+        ASSERT_TRUE(t.test(sr, &sres).ok());
+      }
+      if (!rres.done) {
+        ASSERT_TRUE(t.test(rr, &rres).ok());
+      }
+    }
+  }
+  closePair(t, pair_);
+  const std::string moved = ": 4 messages, " + std::to_string(total) + " bytes over " +
+                            std::to_string(GetParam()) + " data stream(s)";
+  EXPECT_EQ(log_.count(LogLevel::Info, "send to "), 1) << log_.dump();
+  EXPECT_EQ(log_.count(LogLevel::Info, "receive from "), 1) << log_.dump();
+  EXPECT_EQ(log_.count(LogLevel::Info, " closed" + moved), 2) << log_.dump();
+}
+
 INSTANTIATE_TEST_SUITE_P(Streams, Transfer, ::testing::Values(1, 4, 16),
                          [](const ::testing::TestParamInfo<int>& p) {
                            return std::to_string(p.param) + "streams";

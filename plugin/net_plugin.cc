@@ -18,6 +18,10 @@
 // - 2.30 calls finalize(ctx) after a successful v12 init whose devices() gave 0; 2.28.9 calls
 //   finalize(comm->netContext) on every failure, even when init itself failed. So init clears
 //   *ctx first and finalize accepts NULL.
+// - 2.28.9 then hands the same comm->netContext to the next transport: when IB's init fails
+//   before writing it (no HCA, NCCL_IB_DISABLE=1), IB's finalize free()s our pointer a second
+//   time and the process aborts (seen on a real H200 run, tests/gpu/run.sh topo-only). So with
+//   no device, where NCCL is bound to fall back, init leaves *ctx NULL: free(NULL) is harmless.
 // - 2.28+ checks NCCL_NET (config.netName) against our name before init: NCCL_NET=IB skips us
 //   and no topology file is written. 2.27 and older call init first.
 // - The v6..v10 shims in 2.26+ call the old init once and reference-count it themselves.
@@ -70,6 +74,8 @@ ncclResult_t initPerComm(void** ctx, uint64_t commId, Config* config, ncclDebugL
       PILOT_LOG(log, Warn, kFlags, "init: NCCL passed no context pointer");
       return ncclInvalidArgument;
     }
+    int ndev = 0;
+    if (netabi::devices(&ndev) != ncclSuccess || ndev == 0) return ncclSuccess;  // see above
     auto* context = new (std::nothrow) NetContext();
     if (context == nullptr) return ncclSuccess;  // finalize(NULL) is fine; nothing needs it yet
     context->commId = commId;

@@ -11,6 +11,7 @@ packages=(
   iperf3                                       # netbench's TCP baseline (tests/netbench)
   clang libclang-rt-14-dev clang-format        # libFuzzer targets, formatting check
   shellcheck                                   # lint of our shell scripts
+  python3                                      # the GPU validation checker (tests/gpu)
 )
 
 missing=()

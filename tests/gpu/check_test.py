@@ -1,0 +1,216 @@
+"""The checks of tests/gpu/check.py fail where they must.
+
+Starts from a real recorded run (recorded/h200-nccl2.28.9-4ranks, all checks pass), changes one
+piece of evidence the way a broken library or NCCL would, and asserts that exactly the check
+covering it fails. PILOT_BUILD names the build tree whose nccl-pilot computes the expectations.
+
+Usage: PILOT_BUILD=build python3 -m unittest tests/gpu/check_test.py
+"""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = pathlib.Path(__file__).resolve().parent
+RECORDED = HERE / "recorded"
+BUILD = pathlib.Path(os.environ.get("PILOT_BUILD", "build")).resolve()
+
+
+def run(*args):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, check=False)
+
+
+class RecordedRunCase(unittest.TestCase):
+    """Each test gets its own copy of the recorded run, checked as it was recorded."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.good = pathlib.Path(cls.tmp.name) / "good"
+        done = run("bash", HERE / "run.sh", "--dry-run", RECORDED / "h200-nccl2.28.9-4ranks",
+                   "--build", BUILD, "--out", cls.good, "--python", sys.executable)
+        if done.returncode != 0:
+            raise AssertionError("the recorded run must pass as recorded:\n" + done.stdout +
+                                 done.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.dir = pathlib.Path(self.tmp.name) / self.id().rsplit(".", 1)[-1]
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.copytree(self.good, self.dir)
+
+    def edit(self, relative, old, new, count=0):
+        path = self.dir / relative
+        text = path.read_text(encoding="utf-8")
+        changed, n = re.subn(old, new, text, count=count)
+        self.assertGreater(n, 0, f"{old!r} not in {relative}")
+        path.write_text(changed, encoding="utf-8")
+
+    def failures(self):
+        done = run(sys.executable, HERE / "check.py", self.dir)
+        failed = sorted(" ".join(line.split()[1:3]) for line in done.stdout.splitlines()
+                        if line.startswith("FAIL "))
+        self.assertEqual(done.returncode, 1 if failed else 0, done.stdout + done.stderr)
+        return failed, done.stdout
+
+
+class CheckFailsOnBrokenEvidence(RecordedRunCase):
+    def test_the_recorded_run_passes_untouched(self):
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        self.assertIn("33 passed, 0 failed", out)
+
+    def test_a_decision_nccl_did_not_take_from_the_table(self):
+        self.edit("tuned/rank0.nccl.log", r"AllReduce: 4194304 Bytes -> Algo RING proto LL",
+                  "AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE", count=1)
+        failed, out = self.failures()
+        self.assertEqual(failed, ["tuned decisions"])
+        self.assertIn("allreduce 4M: NCCL [('ring', 'll', 1), ('ring', 'simple', 1)]", out)
+
+    def test_a_channel_count_other_than_the_table_s(self):
+        self.edit("topo-only/rank0.nccl.log",
+                  r"(AllGather: 16384 Bytes -> Algo RING proto SIMPLE) channel\{Lo..Hi\}=\{0..0\}",
+                  r"\1 channel{Lo..Hi}={0..1}")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["topo-only decisions"])
+        self.assertIn("allgather 64K", out)
+
+    def test_a_missing_tuning_line(self):
+        self.edit("tuned/rank0.nccl.log", r".*ReduceScatter: 1048576 Bytes -> .*\n", "")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["tuned decisions"])
+        self.assertIn("reducescatter 4M: NCCL no TUNING line", out)
+
+    def test_tuned_decisions_equal_to_nccl_s_own(self):
+        # If NCCL's untuned choices were the table's, the tuned phase would prove nothing.
+        tuned = (self.dir / "tuned/rank0.nccl.log").read_text(encoding="utf-8")
+        taken = "".join(l for l in tuned.splitlines(keepends=True) if " Bytes -> Algo " in l)
+        self.edit("pilot/rank0.nccl.log", r".* Bytes -> Algo .*\n", "")
+        with open(self.dir / "pilot/rank0.nccl.log", "a", encoding="utf-8") as log:
+            log.write(taken)
+        failed, _ = self.failures()
+        self.assertIn("tuned differs", failed)
+        self.assertIn("topo-only differs", failed)
+
+    def test_nccl_did_not_load_our_net_plugin(self):
+        self.edit("pilot/rank2.nccl.log", r"Using network Pilot", "Using network Socket")
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["pilot network"])
+
+    def test_a_warn_from_our_library(self):
+        with open(self.dir / "tuned/rank3.nccl.log", "a", encoding="utf-8") as log:
+            log.write("vm:1:2 [0] NCCL WARN NET/Pilot: send to 127.0.0.1:1: peer closed the "
+                      "connection\n")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["tuned warnings"])
+        self.assertIn("1 WARN from us, first: NET/Pilot: send to", out)
+
+    def test_too_few_bytes_through_our_transport(self):
+        self.edit("pilot/rank1.nccl.log", r"closed: (\d+) messages, \d+ bytes",
+                  r"closed: \1 messages, 1000 bytes")
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["pilot transport"])
+
+    def test_our_transport_in_topology_only_mode(self):
+        with open(self.dir / "topo-only/rank0.nccl.log", "a", encoding="utf-8") as log:
+            log.write("vm:1:2 [0] NCCL INFO NET/Pilot: send to 127.0.0.1:1 closed: 1 messages, "
+                      "8 bytes over 2 data stream(s)\n")
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["topo-only transport"])
+
+    def test_nccl_read_another_topology_file(self):
+        self.edit("tuned/rank1.nccl.log", r"NCCL_TOPO_FILE set by environment to /proc/self/fd/\d+",
+                  "NCCL_TOPO_FILE set by environment to /etc/topo.xml")
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["tuned topology"])
+
+    def test_nccl_s_topology_lacks_our_synthetic_switch(self):
+        self.edit("pilot/nccl-topo-dump.xml", r"ffff:ff:01\.0", "0000:00:01.0")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["pilot topology"])
+        self.assertIn("missing from NCCL's dump ['ffff:ff:01.0']", out)
+
+    def test_a_wrong_result(self):
+        self.edit("baseline/rank2.json", r'"wrong": null', '"wrong": "1 wrong element(s)"', count=1)
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["baseline results"])
+
+    def test_ranks_that_share_a_host(self):
+        self.edit("baseline/rank0.nccl.log", r"nNodes 4 localRanks 1", "nNodes 1 localRanks 4")
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["baseline separate-hosts"])
+
+    def test_a_rank_that_did_not_exit_cleanly(self):
+        self.edit("tuned/exit-codes", r"rank 3 0", "rank 3 124")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["tuned shutdown"])
+        self.assertIn("rank 3 exit 124", out)
+
+    def test_the_table_skipped_lines(self):
+        self.edit("tuned/rank0.nccl.log", r"\(0 lines skipped\)", "(2 lines skipped)")
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["tuned tuner"])
+
+
+class OlderNcclWording(RecordedRunCase):
+    """NCCL 2.21-2.27 print the same facts in other words (read in their sources)."""
+
+    def rewrite_decisions(self, phase, fmt):
+        algos = ["TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"]
+        protos = ["LL", "LL128", "SIMPLE"]
+
+        def old_line(m):
+            func, nbytes = m.group(1), int(m.group(2))
+            total = nbytes * (4 if func != "AllReduce" else 1)  # 2.23 logs the tuner's bytes
+            return fmt.format(func=func, bytes=total, algo=algos.index(m.group(3)),
+                              proto=protos.index(m.group(4)))
+
+        path = self.dir / phase / "rank0.nccl.log"
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(r"(\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo..Hi\}=\{\d+..\d+\}",
+                      old_line, text)
+        path.write_text(text, encoding="utf-8")
+
+    def test_nccl_2_23_decisions_are_checked_without_channels(self):
+        for phase in ("pilot", "tuned", "topo-only"):
+            self.rewrite_decisions(phase, "{func}: {bytes} Bytes -> Algo {algo} proto {proto} "
+                                   "time 12.500000")
+            for r in range(4):
+                self.edit(f"{phase}/rank{r}.nccl.log", r"TUNER/Plugin: Using Pilot \(v5\)",
+                          "TUNER/Plugin: Using tuner plugin Pilot")
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        self.assertIn("are the table's (algorithm, protocol; this NCCL logs no channel count)",
+                      out)
+        self.assertIn("NCCL uses tuner Pilot (this NCCL logs no ABI version)", out)
+
+    def test_nccl_2_21_decisions_are_skipped_not_passed(self):
+        self.rewrite_decisions("tuned", "{bytes} Bytes -> Algo {algo} proto {proto} time 1.0")
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        self.assertRegex(out, r"SKIP tuned +decisions +this NCCL \(2.21/2.22\)")
+        self.assertIn(", 1 skipped", out)
+
+
+class RecordedFailure(unittest.TestCase):
+    def test_the_double_free_of_nccl_2_28_9_fails_shutdown(self):
+        # Recorded before the fix in plugin/net_plugin.cc: every rank aborted in topology-only
+        # mode when NCCL fell back from our plugin to IB.
+        with tempfile.TemporaryDirectory() as tmp:
+            done = run("bash", HERE / "run.sh", "--dry-run",
+                       RECORDED / "h200-nccl2.28.9-topo-only-double-free", "--build", BUILD,
+                       "--out", tmp, "--python", sys.executable)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertRegex(done.stdout, r"FAIL topo-only shutdown +rank 0 exit 134 "
+                         r"\('free\(\): double free detected in tcache 2'\)")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,98 @@
+"""One rank of the GPU validation run (tests/gpu/run.sh starts one process per rank).
+
+Every rank uses the machine's only GPU; run.sh gives each its own NCCL_HOSTID, so NCCL sees
+one GPU per host and has to move every byte through the network plugin. The rank runs
+all-reduce, all-gather and reduce-scatter over a size sweep, checks every result exactly
+(small integers in float32 add without rounding) and writes what it did to a JSON file.
+
+Usage: python3 rank.py RANK WORLD PORT SIZES ITERS RESULT_JSON
+  SIZES  comma-separated byte counts, as nccl-tests' `size` (all-gather / reduce-scatter:
+         the total over all ranks, which is also what NCCL hands its tuner)
+"""
+import datetime
+import json
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+COLLECTIVES = ("allreduce", "allgather", "reducescatter")
+ELEMENT = 4  # float32
+
+
+def pattern(n, rank, device):
+    """Rank r's values: (r + 1) * (1 + i % 61), exact in float32 at any sum we make."""
+    return (torch.arange(n, device=device, dtype=torch.float32) % 61 + 1) * (rank + 1)
+
+
+def run_one(coll, size, rank, world, device):
+    """One collective of `size` bytes; returns None if the result is exact, else a reason."""
+    count = size // ELEMENT
+    if coll == "allreduce":
+        data = pattern(count, rank, device)
+        dist.all_reduce(data)
+        want = pattern(count, 0, device) * (world * (world + 1) // 2)
+        got = data
+    elif coll == "allgather":
+        part = count // world
+        data = pattern(part, rank, device)
+        got = torch.empty(part * world, device=device, dtype=torch.float32)
+        dist.all_gather_into_tensor(got, data)
+        want = torch.cat([pattern(part, r, device) for r in range(world)])
+    else:
+        part = count // world
+        data = pattern(part * world, rank, device)
+        got = torch.empty(part, device=device, dtype=torch.float32)
+        dist.reduce_scatter_tensor(got, data)
+        full = pattern(part * world, 0, device) * (world * (world + 1) // 2)
+        want = full[rank * part:(rank + 1) * part]
+    torch.cuda.synchronize(device)
+    wrong = (got != want).nonzero()
+    if wrong.numel() == 0:
+        return None
+    first = int(wrong[0][0])
+    return (f"{wrong.numel()} wrong element(s), first at {first}: "
+            f"{float(got[first])} instead of {float(want[first])}")
+
+
+def main():
+    rank, world, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    sizes = [int(s) for s in sys.argv[4].split(",")]
+    iters = int(sys.argv[5])
+    result_path = sys.argv[6]
+    result = {"rank": rank, "world": world, "ops": [], "errors": [], "finished": False}
+    try:
+        device = torch.device("cuda:0")
+        torch.cuda.set_device(device)
+        result["torch"] = torch.__version__
+        result["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
+        result["gpu"] = torch.cuda.get_device_name(device)
+        started = time.monotonic()
+        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=world, device_id=device,
+                                timeout=datetime.timedelta(seconds=120))
+        result["init_s"] = round(time.monotonic() - started, 3)
+        for coll in COLLECTIVES:
+            for size in sizes:
+                if size % (ELEMENT * world):
+                    raise ValueError(f"size {size} is not a multiple of {ELEMENT * world}")
+                op = {"coll": coll, "bytes": size, "iters": iters, "wrong": None}
+                begin = time.monotonic()
+                for _ in range(iters):
+                    op["wrong"] = op["wrong"] or run_one(coll, size, rank, world, device)
+                op["ms_per_iter"] = round((time.monotonic() - begin) * 1000 / iters, 3)
+                result["ops"].append(op)
+        dist.barrier()
+        dist.destroy_process_group()
+        result["finished"] = True
+    except Exception:  # the run must always leave its evidence
+        result["errors"].append(traceback.format_exc())
+    with open(result_path, "w", encoding="utf-8") as out:
+        json.dump(result, out, indent=1)
+    return 0 if result["finished"] and not any(op["wrong"] for op in result["ops"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

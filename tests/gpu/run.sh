@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# GPU validation with the real NCCL: several ranks as separate processes on one machine (one
+# GPU is enough), each with its own NCCL_HOSTID, so NCCL treats every rank as another host and
+# must move all data through the network plugin. Four phases, each a full sweep of all-reduce,
+# all-gather and reduce-scatter with exact result checks:
+#   baseline   NCCL's own Socket transport, no plugins: proves the NCCL_HOSTID setup works and
+#              records NCCL's default decisions
+#   pilot      our net plugin (NCCL_NET=Pilot, so a failure to load is fatal) and our tuner
+#              without a table
+#   tuned      the same with tests/gpu/validation.table, whose choices differ from NCCL's
+#   topo-only  NCCL_PILOT_TRANSPORT=none: NCCL uses its own Socket transport, still with our
+#              topology file and tuner
+# then tests/gpu/check.py prints one PASS/FAIL line per check with its evidence and writes
+# summary.json. Everything lands in the output folder. docs/validation.md explains each check.
+#
+# Usage: tests/gpu/run.sh [--out DIR] [--build DIR] [--ranks N] [--sizes LIST] [--iters N]
+#                         [--phases LIST] [--python PY] [--phase-timeout S]
+#        tests/gpu/run.sh --dry-run RECORDED_DIR [--out DIR] [--build DIR]
+#   --dry-run  no GPU: copy a recorded run (logs and results of a real one) and check it with the
+#              expectations the built CLI computes now (what CI runs)
+# Needs: the built libnccl-net-pilot.so, libnccl-tuner-pilot.so and nccl-pilot (BUILD/lib,
+# BUILD/bin); for a real run python3 with PyTorch and its NCCL, and a GPU.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+out=gpu-validation
+build=build
+ranks=4
+sizes=1K,8K,64K,512K,4M,16M
+iters=3
+phases=baseline,pilot,tuned,topo-only
+python=${PYTHON:-python3}
+phase_timeout=150
+dry_run=""
+
+die() {
+  echo "gpu/run.sh: $*" >&2
+  exit 2
+}
+need_value() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value"; }
+
+while [[ $# -gt 0 ]]; do
+  case $1 in
+  --out) need_value "$@"; out=$2; shift 2 ;;
+  --build) need_value "$@"; build=$2; shift 2 ;;
+  --ranks) need_value "$@"; ranks=$2; shift 2 ;;
+  --sizes) need_value "$@"; sizes=$2; shift 2 ;;
+  --iters) need_value "$@"; iters=$2; shift 2 ;;
+  --phases) need_value "$@"; phases=$2; shift 2 ;;
+  --python) need_value "$@"; python=$2; shift 2 ;;
+  --phase-timeout) need_value "$@"; phase_timeout=$2; shift 2 ;;
+  --dry-run) need_value "$@"; dry_run=$2; shift 2 ;;
+  -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+
+[[ $ranks =~ ^[0-9]+$ && $ranks -ge 2 && $ranks -le 16 ]] || die "--ranks takes 2..16"
+[[ $iters =~ ^[0-9]+$ && $iters -ge 1 ]] || die "--iters takes a positive number"
+[[ $phase_timeout =~ ^[0-9]+$ && $phase_timeout -ge 10 ]] || die "--phase-timeout takes >= 10"
+for phase in ${phases//,/ }; do
+  case $phase in baseline | pilot | tuned | topo-only) ;; *) die "unknown phase '$phase'" ;; esac
+done
+
+# Nothing from the caller's environment may steer NCCL or our library in this run.
+while IFS= read -r name; do unset "$name"; done < <(env | sed -n 's/^\(NCCL_[A-Za-z0-9_]*\)=.*/\1/p')
+
+cli=$build/bin/nccl-pilot
+net_lib=$(realpath -m "$build/lib/libnccl-net-pilot.so")
+tuner_lib=$(realpath -m "$build/lib/libnccl-tuner-pilot.so")
+[[ -x $cli ]] || die "$cli not found (build first: cmake --preset release && cmake --build --preset release)"
+[[ -f $net_lib && -f $tuner_lib ]] || die "plugins not found under $build/lib"
+
+# "4K" -> 4096 (binary suffixes, as everywhere in nccl-pilot).
+to_bytes() {
+  local v=$1 n
+  n=${v%[KMG]}
+  [[ $n =~ ^[0-9]+$ ]] || die "bad size '$v'"
+  case $v in
+  *K) echo $((n << 10)) ;;
+  *M) echo $((n << 20)) ;;
+  *G) echo $((n << 30)) ;;
+  *) echo "$n" ;;
+  esac
+}
+
+mkdir -p "$out"
+out=$(realpath "$out")
+# Empties the output folder, but only one that is empty or holds an earlier run.
+clear_out() {
+  if [[ -n $(ls -A "$out") && ! -f $out/run.json ]]; then
+    die "$out is not empty and holds no earlier run (run.json); refusing to clear it"
+  fi
+  rm -rf "${out:?}"/*
+}
+
+if [[ -n $dry_run ]]; then
+  [[ -f $dry_run/run.json ]] || die "$dry_run holds no recorded run (run.json missing)"
+  if [[ $(realpath "$dry_run") != "$out" ]]; then
+    clear_out
+    cp -R "$dry_run"/. "$out"/
+  fi
+  nccl_version=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["nccl"])' "$out/run.json")
+  ranks=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["ranks"])' "$out/run.json")
+else
+  command -v "$python" >/dev/null || die "$python not found"
+  command -v timeout >/dev/null || die "timeout (coreutils) not found"
+  byte_sizes=""
+  for s in ${sizes//,/ }; do
+    b=$(to_bytes "$s")
+    ((b % (4 * ranks) == 0)) || die "size $s is not a multiple of 4 x $ranks bytes"
+    byte_sizes+=${byte_sizes:+,}$b
+  done
+  nccl_version=$("$python" -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))') ||
+    die "$python cannot import torch"
+  clear_out
+  cp "$here/validation.table" "$out/validation.table"
+  {
+    echo "{"
+    echo "  \"nccl\": \"$nccl_version\","
+    echo "  \"ranks\": $ranks,"
+    echo "  \"sizes\": [$byte_sizes],"
+    echo "  \"iters\": $iters,"
+    echo "  \"phases\": \"$phases\","
+    echo "  \"started\": \"$(date -u +%FT%TZ)\","
+    echo "  \"pilot\": \"$("$cli" version 2>/dev/null | head -1)\""
+    echo "}"
+  } >"$out/run.json"
+  {
+    nvidia-smi -L 2>&1 || true
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
+    "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())' 2>&1
+    uname -a
+    echo "libraries our detection dlopens:"
+    ldconfig -p | grep -E 'libnvidia-ml|libhwloc|libibverbs' || echo "  (none in ldconfig)"
+  } >"$out/machine.txt"
+fi
+
+# What the table must make NCCL do, from the built tuner itself (not a second implementation).
+# The table is the run's own copy: a dry run checks a recorded run against the table it used.
+table=$out/validation.table
+[[ -f $table ]] || die "$table missing"
+nccl_minor=$(echo "$nccl_version" | cut -d. -f1,2)
+for coll in allreduce allgather reducescatter; do
+  "$cli" explain --table "$table" --coll "$coll" --nodes "$ranks" --ranks "$ranks" \
+    --nccl "$nccl_minor" --min 1 --max 16G --json >"$out/expect-$coll.json" ||
+    die "nccl-pilot explain failed for $coll"
+done
+
+run_phase() { # PHASE
+  local phase=$1 dir=$out/$1 port r
+  local -a common=(
+    NCCL_DEBUG=INFO "NCCL_DEBUG_SUBSYS=INIT,NET,TUNING,GRAPH,ENV"
+    NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
+    NCCL_TOPO_DUMP_FILE="$dir/nccl-topo-dump.xml"
+  )
+  local -a mode=()
+  case $phase in
+  baseline) mode=(NCCL_NET=Socket NCCL_NET_PLUGIN=none NCCL_TUNER_PLUGIN=none) ;;
+  pilot) mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib") ;;
+  tuned)
+    mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
+      NCCL_PILOT_TUNER_TABLE="$table")
+    ;;
+  topo-only)
+    # NCCL_NET stays unset: NCCL 2.28+ skips a plugin's init when NCCL_NET names another.
+    mode=(NCCL_PILOT_TRANSPORT=none NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
+      NCCL_PILOT_TUNER_TABLE="$table")
+    ;;
+  esac
+  mkdir -p "$dir"
+  port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  local -a pids=()
+  local begin=$SECONDS
+  for ((r = 0; r < ranks; r++)); do
+    env "${common[@]}" "${mode[@]}" \
+      NCCL_HOSTID="pilot-validation-host-$r" \
+      NCCL_DEBUG_FILE="$dir/rank$r.nccl.log" \
+      NCCL_PILOT_TOPO_DUMP="$dir/rank$r.pilot-topo.xml" \
+      timeout -k 10 "$phase_timeout" "$python" "$here/rank.py" "$r" "$ranks" "$port" \
+      "$byte_sizes" "$iters" "$dir/rank$r.json" >"$dir/rank$r.out" 2>&1 &
+    pids+=($!)
+  done
+  : >"$dir/exit-codes"
+  for ((r = 0; r < ranks; r++)); do
+    local code=0
+    wait "${pids[$r]}" || code=$?
+    echo "rank $r $code" >>"$dir/exit-codes"
+  done
+  echo "gpu/run.sh: phase $phase took $((SECONDS - begin)) s (exit codes: $(cut -d' ' -f3 "$dir/exit-codes" | tr '\n' ' '))"
+}
+
+if [[ -z $dry_run ]]; then
+  for phase in ${phases//,/ }; do run_phase "$phase"; done
+fi
+
+status=0
+"$python" "$here/check.py" "$out" || status=$?
+echo "gpu/run.sh: evidence in $out (summary.json)"
+exit "$status"

@@ -28,6 +28,26 @@ class Transfer : public ::testing::TestWithParam<int> {
     EXPECT_EQ(log_.lines(LogLevel::Warn).size(), 0u) << log_.dump();
   }
 
+  /// One message of `size` bytes from `out` into `in` (whose whole size is posted), both ends
+  /// tested alternately in this thread; returns the size the receiver reports.
+  size_t moveOne(const std::vector<uint8_t>& out, size_t size, std::vector<uint8_t>& in) {
+    Transport& t = *transport_;
+    void* data[1] = {in.data()};
+    size_t room[1] = {in.size()};
+    int tags[1] = {0};
+    Request* rr = postRecv(t, pair_.recv, 1, data, room, tags);
+    Request* sr = postSend(t, pair_.send, out.data(), size, 0);
+    EXPECT_NE(rr, nullptr);
+    EXPECT_NE(sr, nullptr);
+    if (rr == nullptr || sr == nullptr) return SIZE_MAX;
+    TestResult rres, sres;
+    while (!rres.done || !sres.done) {
+      if (!sres.done && !t.test(sr, &sres).ok()) return SIZE_MAX;
+      if (!rres.done && !t.test(rr, &rres).ok()) return SIZE_MAX;
+    }
+    return rres.sizes[0];
+  }
+
   RecordingLogger log_;
   std::unique_ptr<Transport> transport_;
   Pair pair_;
@@ -161,27 +181,10 @@ TEST_P(Transfer, GroupedReceivesMatchByTag) {
 }
 
 TEST_P(Transfer, ReceiveLargerThanSendReportsTheRealSize) {
-  Transport& t = *transport_;
   for (size_t size : {size_t{0}, size_t{1000}, size_t{300000}}) {
     std::vector<uint8_t> out(size), in(1 << 20);
     fillPattern(out.data(), size, 9);
-    void* data[1] = {in.data()};
-    size_t sizes[1] = {in.size()};
-    int tags[1] = {0};
-    Request* rr = postRecv(t, pair_.recv, 1, data, sizes, tags);
-    Request* sr = postSend(t, pair_.send, out.data(), size, 0);
-    ASSERT_NE(rr, nullptr);
-    ASSERT_NE(sr, nullptr);
-    TestResult rres, sres;
-    while (!rres.done || !sres.done) {
-      if (!sres.done) {
-        ASSERT_TRUE(t.test(sr, &sres).ok());
-      }
-      if (!rres.done) {
-        ASSERT_TRUE(t.test(rr, &rres).ok());
-      }
-    }
-    EXPECT_EQ(rres.sizes[0], size);
+    EXPECT_EQ(moveOne(out, size, in), size);
     EXPECT_EQ(firstMismatch(in.data(), size, 9), SIZE_MAX);
   }
 }
@@ -223,27 +226,11 @@ TEST_P(Transfer, TagOfALaterReceiveWaitsForTheCurrentOne) {
 TEST_P(Transfer, CloseReportsWhatEachEndMoved) {
   // The INFO line at close is how tests/gpu/run.sh proves data went through this transport.
   Transport& t = *transport_;
-  const size_t sizes[] = {0, 100, 70000, 3 << 20};
   uint64_t total = 0;
   std::vector<uint8_t> out(3 << 20), in(3 << 20);
-  for (size_t size : sizes) {
+  for (size_t size : {size_t{0}, size_t{100}, size_t{70000}, size_t{3} << 20}) {
     total += size;
-    void* data[1] = {in.data()};
-    size_t room[1] = {in.size()};
-    int tags[1] = {1};
-    Request* rr = postRecv(t, pair_.recv, 1, data, room, tags);
-    Request* sr = postSend(t, pair_.send, out.data(), size, 1);
-    ASSERT_NE(rr, nullptr);
-    ASSERT_NE(sr, nullptr);
-    TestResult rres, sres;
-    while (!rres.done || !sres.done) {
-      if (!sres.done) {
-        ASSERT_TRUE(t.test(sr, &sres).ok());
-      }
-      if (!rres.done) {
-        ASSERT_TRUE(t.test(rr, &rres).ok());
-      }
-    }
+    ASSERT_EQ(moveOne(out, size, in), size);
   }
   closePair(t, pair_);
   const std::string moved = ": 4 messages, " + std::to_string(total) + " bytes over " +

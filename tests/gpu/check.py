@@ -75,6 +75,11 @@ def read_json(path):
         return None
 
 
+def norm(name):
+    """NCCL's log says NVLS_TREE and COLLNET_DIRECT where explain says NVLSTree, CollNetDirect."""
+    return name.lower().replace("_", "")
+
+
 def human(n):
     for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
         if n >= 1 << shift and n % (1 << shift) == 0:
@@ -114,12 +119,12 @@ class Phase:
                 continue
             size = int(nbytes) * (self.ranks if coll != "allreduce" else 1)
             seen.setdefault((coll, size), set()).add(
-                (algo.lower(), proto.lower(), int(hi) - int(lo) + 1))
+                (norm(algo), norm(proto), int(hi) - int(lo) + 1))
         for func, nbytes, algo, proto in RE_DECISION_223.findall(self.logs[0]):
             coll = NCCL_FUNC.get(func)
             if coll is not None and int(algo) < len(ALGOS) and int(proto) < len(PROTOS):
                 seen.setdefault((coll, int(nbytes)), set()).add(
-                    (ALGOS[int(algo)], PROTOS[int(proto)], None))
+                    (norm(ALGOS[int(algo)]), PROTOS[int(proto)], None))
         return seen
 
     def unattributed_decisions(self):
@@ -131,7 +136,7 @@ def expected_decision(expect, size):
     """(algo, proto, channels or None) the table selects at `size`, or None if it leaves it."""
     for band in expect.get("ranges", []):
         if band["min"] <= size <= band["max"] and band.get("decision") == "select":
-            return (band["algorithm"].lower(), band["protocol"].lower(), band.get("channels"))
+            return (norm(band["algorithm"]), norm(band["protocol"]), band.get("channels"))
     return None
 
 

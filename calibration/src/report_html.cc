@@ -8,6 +8,7 @@
 
 #include "fit_internal.h"
 #include "pilot/calibration/report.h"
+#include "pilot/core/text.h"
 #include "report_style.h"
 #include "svg_chart.h"
 
@@ -15,7 +16,7 @@ namespace pilot::calibration {
 namespace {
 
 using detail::bytes;
-using detail::escapeXml;
+using text::escapeXml;
 
 std::string utcNow() {
   std::time_t now = std::time(nullptr);

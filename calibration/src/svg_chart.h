@@ -48,7 +48,4 @@ struct Chart {
 /// <title> per point for hover read-outs.
 std::string renderChart(const Chart& chart);
 
-/// Escapes text for HTML and SVG.
-std::string escapeXml(const std::string& s);
-
 }  // namespace pilot::calibration::detail

@@ -1,4 +1,5 @@
-// pilot::text: the number and byte-count readers the table parser is built on.
+// pilot::text: the number and byte-count readers the table parser is built on, and the XML/HTML
+// escaper of the topology writer and the calibration report.
 #include "pilot/core/text.h"
 
 #include <gtest/gtest.h>
@@ -155,6 +156,18 @@ TEST(FormatBytes, RoundTripsThroughParseBytes) {
     std::string s = formatBytes(v);
     EXPECT_EQ(parseBytes(s), v) << s;
   }
+}
+
+TEST(EscapeXml, EscapesTheFiveMarkupCharacters) {
+  EXPECT_EQ(escapeXml(""), "");
+  EXPECT_EQ(escapeXml("plain text 64K"), "plain text 64K");
+  EXPECT_EQ(escapeXml("&<>\"'"), "&amp;&lt;&gt;&quot;&#39;");
+  EXPECT_EQ(escapeXml("<b>x&y</b>"), "&lt;b&gt;x&amp;y&lt;/b&gt;");
+  EXPECT_EQ(escapeXml("O'Brien \"A&B\""), "O&#39;Brien &quot;A&amp;B&quot;");
+  // Already-escaped text is escaped again: the helper takes raw text, never markup.
+  EXPECT_EQ(escapeXml("&amp;"), "&amp;amp;");
+  // Bytes past ASCII (UTF-8 here) and control characters pass through unchanged.
+  EXPECT_EQ(escapeXml("\xc2\xb7 \t\n"), "\xc2\xb7 \t\n");
 }
 
 TEST(Split, KeepsEmptyFields) {

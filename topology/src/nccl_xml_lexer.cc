@@ -19,8 +19,10 @@ std::string show(char c) {
 }
 
 std::string unescape(const std::string& s) {
-  static const std::pair<const char*, char> kEntities[] = {
-      {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+  // Our writer spells the apostrophe &#39;; &apos; is the other spelling a file may carry.
+  static const std::pair<const char*, char> kEntities[] = {{"&amp;", '&'},  {"&lt;", '<'},
+                                                           {"&gt;", '>'},   {"&quot;", '"'},
+                                                           {"&#39;", '\''}, {"&apos;", '\''}};
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     bool done = false;

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "pilot/core/text.h"
 #include "pilot/topology/nccl_xml.h"
 
 namespace pilot::topology {
@@ -48,37 +49,11 @@ std::string hex(unsigned value, int digits) {
   return buf;
 }
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 void attr(std::string& line, const char* key, const std::string& value) {
   line += ' ';
   line += key;
   line += "=\"";
-  line += escape(value);
+  line += text::escapeXml(value);
   line += '"';
 }
 

@@ -160,10 +160,17 @@ TEST(ReadNcclXml, DualPortNicTwoNetsOnePci) {
 
 TEST(ReadNcclXml, DecodesEntitiesOurWriterWrites) {
   const Machine m = read(
-      "<system version=\"1\">\n  <cpu numaid=\"0\" vendor=\"A&amp;B &lt;&gt; &quot;&apos;\"/>\n"
+      "<system version=\"1\">\n  <cpu numaid=\"0\" vendor=\"A&amp;B &lt;&gt; &quot;&#39;\"/>\n"
       "</system>\n");
   ASSERT_EQ(m.cpus.size(), 1u);
   EXPECT_EQ(m.cpus[0].vendor, "A&B <> \"'");
+}
+
+TEST(ReadNcclXml, DecodesAposToo) {
+  const Machine m =
+      read("<system version=\"1\">\n  <cpu numaid=\"0\" vendor=\"O&apos;Brien\"/>\n</system>\n");
+  ASSERT_EQ(m.cpus.size(), 1u);
+  EXPECT_EQ(m.cpus[0].vendor, "O'Brien");
 }
 
 TEST(ReadNcclXml, RejectsWhatNcclRejectsWithLineNumbers) {

@@ -203,7 +203,7 @@ TEST(WriteNcclXml, EscapesValues) {
   b.cpu(0, "", "Genuine&\"<Intel>'", 6, 143);
   b.gpu(b.hostBridge(0), "0000:17:00.0");
   const std::string xml = write(b.build());
-  EXPECT_TRUE(has(xml, "vendor=\"Genuine&amp;&quot;&lt;Intel&gt;&apos;\"")) << xml;
+  EXPECT_TRUE(has(xml, "vendor=\"Genuine&amp;&quot;&lt;Intel&gt;&#39;\"")) << xml;
   Expected<Machine> back = readNcclXml(xml, "x");
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(back->cpus.at(0).vendor, "Genuine&\"<Intel>'");

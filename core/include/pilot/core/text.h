@@ -26,4 +26,8 @@ std::optional<uint64_t> parseBytes(std::string_view s);
 /// Formats a byte count the way parseBytes reads it back (exact: 4K, 1536, 16G).
 std::string formatBytes(uint64_t bytes);
 
+/// Escapes & < > " ' for XML and HTML text and double- or single-quoted attribute values. The
+/// apostrophe becomes &#39;, which XML and every HTML version read (&apos; is not HTML 4).
+std::string escapeXml(std::string_view s);
+
 }  // namespace pilot::text

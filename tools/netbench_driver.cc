@@ -15,47 +15,33 @@ namespace {
 
 using namespace pilot::nccl;
 
+// Each ABI version's types; Config is void before v10 and Attr before v11, where it has none.
+template <class N, class P, class C = void, class A = void>
+struct AbiTypes {
+  using Net = N;
+  using Props = P;
+  using Config = C;
+  using Attr = A;
+};
 template <int V>
 struct Abi;
 template <>
-struct Abi<6> {
-  using Net = ncclNet_v6_t;
-  using Props = ncclNetProperties_v6_t;
+struct Abi<6> : AbiTypes<ncclNet_v6_t, ncclNetProperties_v6_t> {};
+template <>
+struct Abi<7> : AbiTypes<ncclNet_v7_t, ncclNetProperties_v7_t> {};
+template <>
+struct Abi<8> : AbiTypes<ncclNet_v8_t, ncclNetProperties_v8_t> {};
+template <>
+struct Abi<9> : AbiTypes<ncclNet_v9_t, ncclNetProperties_v9_t> {};
+template <>
+struct Abi<10> : AbiTypes<ncclNet_v10_t, ncclNetProperties_v10_t, ncclNetCommConfig_v10_t> {};
+template <>
+struct Abi<11>
+    : AbiTypes<ncclNet_v11_t, ncclNetProperties_v11_t, ncclNetCommConfig_v11_t, ncclNetAttr_v11_t> {
 };
 template <>
-struct Abi<7> {
-  using Net = ncclNet_v7_t;
-  using Props = ncclNetProperties_v7_t;
-};
-template <>
-struct Abi<8> {
-  using Net = ncclNet_v8_t;
-  using Props = ncclNetProperties_v8_t;
-};
-template <>
-struct Abi<9> {
-  using Net = ncclNet_v9_t;
-  using Props = ncclNetProperties_v9_t;
-};
-template <>
-struct Abi<10> {
-  using Net = ncclNet_v10_t;
-  using Props = ncclNetProperties_v10_t;
-  using Config = ncclNetCommConfig_v10_t;
-};
-template <>
-struct Abi<11> {
-  using Net = ncclNet_v11_t;
-  using Props = ncclNetProperties_v11_t;
-  using Config = ncclNetCommConfig_v11_t;
-  using Attr = ncclNetAttr_v11_t;
-};
-template <>
-struct Abi<12> {
-  using Net = ncclNet_v12_t;
-  using Props = ncclNetProperties_v12_t;
-  using Config = ncclNetCommConfig_v12_t;
-  using Attr = ncclNetAttr_v12_t;
+struct Abi<12>
+    : AbiTypes<ncclNet_v12_t, ncclNetProperties_v12_t, ncclNetCommConfig_v12_t, ncclNetAttr_v12_t> {
 };
 
 static_assert(sizeof(ncclNetAttr_v12_t) == sizeof(NetAttr), "v12 attributes are v11's");
@@ -268,37 +254,33 @@ class Adapter final : public NetDriver {
   bool initialized_ = false;
 };
 
+template <int V>
+std::unique_ptr<NetDriver> adapter(void* symbol) {
+  return std::make_unique<Adapter<V>>(static_cast<typename Abi<V>::Net*>(symbol));
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<NetDriver>> createNetDriver(int abi, void* symbol) {
   if (symbol == nullptr) return Error{"no ncclNetPlugin_v" + std::to_string(abi) + " symbol"};
-  std::unique_ptr<NetDriver> d;
   switch (abi) {
     case 6:
-      d.reset(new Adapter<6>(static_cast<ncclNet_v6_t*>(symbol)));
-      break;
+      return adapter<6>(symbol);
     case 7:
-      d.reset(new Adapter<7>(static_cast<ncclNet_v7_t*>(symbol)));
-      break;
+      return adapter<7>(symbol);
     case 8:
-      d.reset(new Adapter<8>(static_cast<ncclNet_v8_t*>(symbol)));
-      break;
+      return adapter<8>(symbol);
     case 9:
-      d.reset(new Adapter<9>(static_cast<ncclNet_v9_t*>(symbol)));
-      break;
+      return adapter<9>(symbol);
     case 10:
-      d.reset(new Adapter<10>(static_cast<ncclNet_v10_t*>(symbol)));
-      break;
+      return adapter<10>(symbol);
     case 11:
-      d.reset(new Adapter<11>(static_cast<ncclNet_v11_t*>(symbol)));
-      break;
+      return adapter<11>(symbol);
     case 12:
-      d.reset(new Adapter<12>(static_cast<ncclNet_v12_t*>(symbol)));
-      break;
+      return adapter<12>(symbol);
     default:
       return Error{"net ABI v" + std::to_string(abi) + " is not one netbench drives (v6..v12)"};
   }
-  return d;
 }
 
 std::string resultName(ncclResult_t rc) {

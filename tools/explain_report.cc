@@ -30,13 +30,14 @@ std::string formatSize(uint64_t bytes) {
   if (bytes == std::numeric_limits<uint64_t>::max()) return "max";
   if (roundSize(bytes)) return text::formatBytes(bytes);
   // Range edges sit just off a round size: 64K+1 starts where 0..64K ends, and per-rank rules
-  // end nRanks-1 bytes past one (4M+15). Show that offset while it is small next to the size.
+  // end nRanks-1 bytes past one (4M+15). Show that offset while it is small next to the size,
+  // trying finer units when a coarse one is too far: 2816K-1 is not near a whole M.
   for (uint64_t unit :
        {uint64_t{1} << 40, uint64_t{1} << 30, uint64_t{1} << 20, uint64_t{1} << 10}) {
     if (bytes < unit || bytes > std::numeric_limits<uint64_t>::max() - unit) continue;
     const uint64_t base = (bytes + unit / 2) / unit * unit;
     const uint64_t offset = base > bytes ? base - bytes : bytes - base;
-    if (offset >= 1024 || offset >= unit / 16) break;
+    if (offset >= 1024 || offset >= unit / 16) continue;
     return text::formatBytes(base) + (base > bytes ? "-" : "+") + std::to_string(offset);
   }
   return std::to_string(bytes);

@@ -25,7 +25,7 @@ struct ExplainContext {
   CellMask usable;
 };
 
-/// A byte count readable at a glance yet exact: 64K, 8M, 64K+1, 128K-1, 4M+15, 1000.
+/// A byte count readable at a glance yet exact: 64K, 8M, 64K+1, 128K-1, 4M+15, 2816K-1, 1000.
 std::string formatSize(uint64_t bytes);
 
 /// "Tree/LL128 Ring/LL128".

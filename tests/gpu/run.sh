@@ -30,7 +30,7 @@ sizes=1K,8K,64K,512K,4M,16M
 iters=3
 phases=baseline,pilot,tuned,topo-only
 python=${PYTHON:-python3}
-phase_timeout=150
+phase_timeout=60
 dry_run=""
 
 die() {

@@ -350,6 +350,27 @@ def check_warnings(report, phase):
     report.add(phase.name, "warnings", not ours, evidence)
 
 
+def compare_times(phases, gpus):
+    """Time per operation of our transport (pilot) over NCCL's Socket (baseline), geometric mean
+    over the sizes from 512K: information, not a check (the ranks may share one GPU)."""
+    ours, theirs = phases.get("pilot", {}), phases.get("baseline", {})
+    ratios = []
+    for key, ms in ours.get("ms_per_iter", {}).items():
+        base = theirs.get("ms_per_iter", {}).get(key)
+        if ms and base and int(key.split()[1]) >= 512 << 10:
+            ratios.append(ms / base)
+    if not ratios:
+        return None
+    geomean = 1.0
+    for r in ratios:
+        geomean *= r ** (1 / len(ratios))
+    caveat = ("ranks time-share one GPU, so this is not a performance figure" if gpus == 1
+              else f"{gpus} GPUs")
+    return {"pilot_over_baseline": round(geomean, 3), "operations": len(ratios),
+            "note": f"time per operation, our transport / NCCL's Socket, geomean of {len(ratios)} "
+                    f"(collective, size >= 512K): {geomean:.2f} ({caveat})"}
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
@@ -389,6 +410,10 @@ def main():
         entry["ms_per_iter"] = {f"{op['coll']} {op['bytes']}": op.get("ms_per_iter")
                                 for op in ((phase.results[0] or {}).get("ops", []))}
         summary["phases"][name] = entry
+    timing = compare_times(summary["phases"], run.get("gpus", 1))
+    if timing:
+        summary["timing"] = timing
+        print(f"INFO {timing['note']}")
     summary["checks"] = report.checks
     for status in ("PASS", "FAIL", "SKIP"):
         summary[{"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}[status]] = \

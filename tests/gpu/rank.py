@@ -1,11 +1,12 @@
 """One rank of the GPU validation run (tests/gpu/run.sh starts one process per rank).
 
-Every rank uses the machine's only GPU; run.sh gives each its own NCCL_HOSTID, so NCCL sees
-one GPU per host and has to move every byte through the network plugin. The rank runs
+Rank r uses GPU r % GPUS (by default all share GPU 0); run.sh gives each rank its own
+NCCL_HOSTID, so NCCL sees one GPU per host and has to move every byte through the network
+plugin. The rank runs
 all-reduce, all-gather and reduce-scatter over a size sweep, checks every result exactly
 (small integers in float32 add without rounding) and writes what it did to a JSON file.
 
-Usage: python3 rank.py RANK WORLD PORT SIZES ITERS RESULT_JSON
+Usage: python3 rank.py RANK WORLD PORT SIZES ITERS RESULT_JSON [GPUS]
   SIZES  comma-separated byte counts, as nccl-tests' `size` (all-gather / reduce-scatter:
          the total over all ranks, which is also what NCCL hands its tuner)
 """
@@ -62,13 +63,14 @@ def main():
     sizes = [int(s) for s in sys.argv[4].split(",")]
     iters = int(sys.argv[5])
     result_path = sys.argv[6]
+    gpus = int(sys.argv[7]) if len(sys.argv) > 7 else 1
     result = {"rank": rank, "world": world, "ops": [], "errors": [], "finished": False}
     try:
-        device = torch.device("cuda:0")
+        device = torch.device(f"cuda:{rank % gpus}")
         torch.cuda.set_device(device)
         result["torch"] = torch.__version__
         result["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
-        result["gpu"] = torch.cuda.get_device_name(device)
+        result["gpu"] = f"{device}: {torch.cuda.get_device_name(device)}"
         started = time.monotonic()
         dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world, device_id=device,

@@ -13,8 +13,10 @@
 # then tests/gpu/check.py prints one PASS/FAIL line per check with its evidence and writes
 # summary.json. Everything lands in the output folder. docs/validation.md explains each check.
 #
-# Usage: tests/gpu/run.sh [--out DIR] [--build DIR] [--ranks N] [--sizes LIST] [--iters N]
-#                         [--phases LIST] [--python PY] [--phase-timeout S]
+# Usage: tests/gpu/run.sh [--out DIR] [--build DIR] [--ranks N] [--gpus N] [--sizes LIST]
+#                         [--iters N] [--phases LIST] [--python PY] [--phase-timeout S]
+#   --gpus     rank r runs on GPU r % N (1: all share GPU 0, enough for every check; with a GPU
+#              per rank the per-phase times compare our transport with NCCL's Socket)
 #        tests/gpu/run.sh --dry-run RECORDED_DIR [--out DIR] [--build DIR]
 #   --dry-run  no GPU: copy a recorded run (logs and results of a real one) and check it with the
 #              expectations the built CLI computes now (what CI runs)
@@ -26,6 +28,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=gpu-validation
 build=build
 ranks=4
+gpus=1
 sizes=1K,8K,64K,512K,4M,16M
 iters=3
 phases=baseline,pilot,tuned,topo-only
@@ -44,6 +47,7 @@ while [[ $# -gt 0 ]]; do
   --out) need_value "$@"; out=$2; shift 2 ;;
   --build) need_value "$@"; build=$2; shift 2 ;;
   --ranks) need_value "$@"; ranks=$2; shift 2 ;;
+  --gpus) need_value "$@"; gpus=$2; shift 2 ;;
   --sizes) need_value "$@"; sizes=$2; shift 2 ;;
   --iters) need_value "$@"; iters=$2; shift 2 ;;
   --phases) need_value "$@"; phases=$2; shift 2 ;;
@@ -56,6 +60,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 [[ $ranks =~ ^[0-9]+$ && $ranks -ge 2 && $ranks -le 16 ]] || die "--ranks takes 2..16"
+[[ $gpus =~ ^[0-9]+$ && $gpus -ge 1 ]] || die "--gpus takes a positive number"
 [[ $iters =~ ^[0-9]+$ && $iters -ge 1 ]] || die "--iters takes a positive number"
 [[ $phase_timeout =~ ^[0-9]+$ && $phase_timeout -ge 10 ]] || die "--phase-timeout takes >= 10"
 for phase in ${phases//,/ }; do
@@ -119,6 +124,7 @@ else
     echo "{"
     echo "  \"nccl\": \"$nccl_version\","
     echo "  \"ranks\": $ranks,"
+    echo "  \"gpus\": $gpus,"
     echo "  \"sizes\": [$byte_sizes],"
     echo "  \"iters\": $iters,"
     echo "  \"phases\": \"$phases\","
@@ -178,7 +184,7 @@ run_phase() { # PHASE
       NCCL_DEBUG_FILE="$dir/rank$r.nccl.log" \
       NCCL_PILOT_TOPO_DUMP="$dir/rank$r.pilot-topo.xml" \
       timeout -k 10 "$phase_timeout" "$python" "$here/rank.py" "$r" "$ranks" "$port" \
-      "$byte_sizes" "$iters" "$dir/rank$r.json" >"$dir/rank$r.out" 2>&1 &
+      "$byte_sizes" "$iters" "$dir/rank$r.json" "$gpus" >"$dir/rank$r.out" 2>&1 &
     pids+=($!)
   done
   : >"$dir/exit-codes"

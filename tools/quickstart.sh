@@ -36,3 +36,5 @@ step "what the fitted table makes NCCL 2.28 do" \
   "$pilot" explain --table build/fitted.table --coll allreduce --nodes 2 --ranks 16 --nccl 2.28
 step "the evidence as a self-contained page" \
   "$pilot" report "$sweep" "${labels[@]}" -o build/report.html --no-gnuplot
+step "real NCCL 2.28.9 on an H200 (recorded by tests/gpu/run.sh), checked again by this build" \
+  tests/gpu/run.sh --dry-run tests/gpu/recorded/h200-nccl2.28.9-4ranks --out build/gpu-dry-run

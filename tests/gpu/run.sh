@@ -15,11 +15,13 @@
 #
 # Usage: tests/gpu/run.sh [--out DIR] [--build DIR] [--ranks N] [--gpus N] [--sizes LIST]
 #                         [--iters N] [--phases LIST] [--python PY] [--phase-timeout S]
+#        tests/gpu/run.sh --dry-run RECORDED_DIR [--out DIR] [--build DIR]
 #   --gpus     rank r runs on GPU r % N (1: all share GPU 0, enough for every check; with a GPU
 #              per rank the per-phase times compare our transport with NCCL's Socket)
-#        tests/gpu/run.sh --dry-run RECORDED_DIR [--out DIR] [--build DIR]
 #   --dry-run  no GPU: copy a recorded run (logs and results of a real one) and check it with the
 #              expectations the built CLI computes now (what CI runs)
+# Defaults: --out gpu-validation --build build --ranks 4 --gpus 1 --sizes 1K,8K,64K,512K,4M,16M
+#           --iters 3 --phases baseline,pilot,tuned,topo-only --phase-timeout 60
 # Needs: the built libnccl-net-pilot.so, libnccl-tuner-pilot.so and nccl-pilot (BUILD/lib,
 # BUILD/bin); for a real run python3 with PyTorch and its NCCL, and a GPU.
 set -euo pipefail

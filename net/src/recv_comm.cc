@@ -14,18 +14,12 @@ SocketRecvComm::SocketRecvComm(Connection connection, Logger& log)
       streamCount_(connection.streams),
       chunkBytes_(connection.chunkBytes),
       latch_(log, "receive from", std::move(connection.peer)) {
-  for (int s = 0; s < streamCount_; ++s) {
-    streams_[s].fd = std::move(connection.data[s]);
-    streams_[s].index = s;
-  }
+  adoptStreams(connection, streams_);
   for (Group& g : groups_) g.owner = this;
 }
 
 SocketRecvComm::~SocketRecvComm() {
-  PILOT_LOG(latch_.logger(), Info, subsys::Net,
-            "receive from %s closed: %llu messages, %llu bytes over %d data stream(s)",
-            latch_.peer().c_str(), static_cast<unsigned long long>(received_.messages),
-            static_cast<unsigned long long>(received_.bytes), streamCount_);
+  latch_.logClosed(received_, streamCount_);
 }
 
 Expected<Request*> SocketRecvComm::irecv(int n, void* const* data, const size_t* sizes,

@@ -22,23 +22,31 @@ Error FailureLatch::usage(const std::string& what) {
   return Error{message};
 }
 
+void FailureLatch::logClosed(const TrafficCount& moved, int streams) const {
+  PILOT_LOG(log_, Info, subsys::Net,
+            "%s %s closed: %llu messages, %llu bytes over %d data stream(s)", role_, peer_.c_str(),
+            static_cast<unsigned long long>(moved.messages),
+            static_cast<unsigned long long>(moved.bytes), streams);
+}
+
+void adoptStreams(Connection& connection, std::array<StreamCursor, wire::kMaxStreams>& streams) {
+  for (int s = 0; s < connection.streams; ++s) {
+    streams[s].fd = std::move(connection.data[s]);
+    streams[s].index = s;
+  }
+}
+
 SocketSendComm::SocketSendComm(Connection connection, Logger& log)
     : control_(std::move(connection.control)),
       streamCount_(connection.streams),
       chunkBytes_(connection.chunkBytes),
       latch_(log, "send to", std::move(connection.peer)) {
-  for (int s = 0; s < streamCount_; ++s) {
-    streams_[s].fd = std::move(connection.data[s]);
-    streams_[s].index = s;
-  }
+  adoptStreams(connection, streams_);
   for (Message& m : messages_) m.owner = this;
 }
 
 SocketSendComm::~SocketSendComm() {
-  PILOT_LOG(latch_.logger(), Info, subsys::Net,
-            "send to %s closed: %llu messages, %llu bytes over %d data stream(s)",
-            latch_.peer().c_str(), static_cast<unsigned long long>(sent_.messages),
-            static_cast<unsigned long long>(sent_.bytes), streamCount_);
+  latch_.logClosed(sent_, streamCount_);
 }
 
 int SocketSendComm::findSlot(int tag) const {

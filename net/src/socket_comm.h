@@ -68,6 +68,9 @@ struct TrafficCount {
   }
 };
 
+/// Moves the data sockets of `connection` into a comm's stream cursors.
+void adoptStreams(Connection& connection, std::array<StreamCursor, wire::kMaxStreams>& streams);
+
 /// Remembers the first failure of a comm (every later call returns it) and logs it once.
 class FailureLatch {
  public:
@@ -76,7 +79,8 @@ class FailureLatch {
   bool failed() const { return failed_; }
   Error error() const { return Error{message_}; }
   const std::string& peer() const { return peer_; }
-  Logger& logger() const { return log_; }
+  /// The INFO line a comm writes when it is closed: "<role> <peer> closed: <what it moved>".
+  void logClosed(const TrafficCount& moved, int streams) const;
   /// Records (first time only) and logs "<role> <peer>: <what>"; returns the comm's error.
   Error fail(const std::string& what);
   /// A misuse by the caller: logged, returned, but the comm stays usable.

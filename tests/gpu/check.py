@@ -262,8 +262,8 @@ def check_tuner(report, phase, table_rules):
     report.add(phase.name, "tuner", ok, evidence)
 
 
-def check_decisions(report, phase, sizes, expects, defaults):
-    seen = phase.decisions()
+def check_decisions(report, phase, seen, sizes, expects, defaults):
+    """seen: phase.decisions(); defaults: the same of the untuned phase."""
     wrong, matched, differ, rows = [], 0, 0, []
     for coll in COLLECTIVES:
         for size in sizes:
@@ -399,12 +399,14 @@ def main():
             check_transport(report, phase)
             check_tuner(report, phase, table_rules)
         check_topology(report, phase)
-        entry = {"decisions": sorted(
-            ([c, s, sorted(d)] for (c, s), d in phase.decisions().items()), key=str)}
+        decisions = phase.decisions()
+        entry = {"decisions": sorted(([c, s, sorted(d)] for (c, s), d in decisions.items()),
+                                     key=str)}
         if name in TABLE_PHASES:
-            entry["decisions"] = check_decisions(report, phase, sizes, expects, defaults)
+            entry["decisions"] = check_decisions(report, phase, decisions, sizes, expects,
+                                                 defaults)
         elif name in ("pilot", "baseline") and (not defaults or name == "pilot"):
-            defaults = phase.decisions()
+            defaults = decisions
         if name in PLUGIN_PHASES:
             check_warnings(report, phase)
         entry["ms_per_iter"] = {f"{op['coll']} {op['bytes']}": op.get("ms_per_iter")

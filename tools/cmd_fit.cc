@@ -1,7 +1,6 @@
 // `nccl-pilot fit`: a tuning table from nccl-tests sweeps, overriding NCCL only where the
 // measured gain beats the noise (docs/calibration.md); `--evaluate` scores that procedure on
 // repeats it did not see.
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -12,6 +11,7 @@
 #include "pilot/calibration/evaluate.h"
 #include "pilot/calibration/fit.h"
 #include "pilot/calibration/report.h"
+#include "pilot/core/file.h"
 #include "pilot/tuner/table.h"
 
 namespace pilot::cli {
@@ -23,14 +23,6 @@ struct FitArgs {
   std::string json;
   bool evaluate = false;
 };
-
-Status writeFile(const std::string& path, const std::string& content) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << content;
-  f.close();
-  if (!f) return Error{"cannot write " + path};
-  return Status::success();
-}
 
 int runFit(const FitArgs& a) {
   if (a.output.empty() && !a.evaluate) {

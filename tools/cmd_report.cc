@@ -1,6 +1,5 @@
 // `nccl-pilot report`: the evidence behind a table as one self-contained HTML page, plus
 // gnuplot charts when gnuplot is installed and a summary on stdout.
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -9,6 +8,7 @@
 #include "commands.h"
 #include "fit_inputs.h"
 #include "pilot/calibration/report.h"
+#include "pilot/core/file.h"
 #include "pilot/tuner/table.h"
 
 namespace pilot::cli {
@@ -47,10 +47,9 @@ int runReport(const ReportArgs& a) {
   ro.inputs = a.in.inputs;
   ro.toolVersion = PILOT_VERSION;
   ro.date = options.date;
-  std::ofstream f(a.output, std::ios::binary | std::ios::trunc);
-  f << calibration::reportHtml(fit, choices, ro);
-  f.close();
-  if (!f) return reportError("cannot write " + a.output);
+  if (Status s = writeFile(a.output, calibration::reportHtml(fit, choices, ro)); !s.ok()) {
+    return reportError(s.error());
+  }
 
   std::cout << calibration::reportText(fit, choices);
   std::cout << "wrote " << a.output << "\n";

@@ -1,14 +1,13 @@
 // `nccl-pilot topo`: detects the machine exactly as the net plugin does inside NCCL, pairs each
 // GPU with its NIC(s), repairs flat VM topologies, and shows the result like `nvidia-smi topo -m`
 // (or as JSON); optionally writes the NCCL topology XML and compares with an NCCL dump.
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "pilot/core/file.h"
 #include "pilot/topology/nccl_xml.h"
 #include "pilot/topology/topo_file.h"
 #include "topo_compare.h"
@@ -26,23 +25,6 @@ struct TopoOptions {
   std::string compare;
   bool json = false;
 };
-
-Expected<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot open " + path};
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return Error{"cannot read " + path};
-  return buffer.str();
-}
-
-Status writeFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  if (!out) return Error{"cannot write " + path};
-  return Status::success();
-}
 
 int runTopo(const TopoOptions& opts) {
   topology::DetectOptions detect;

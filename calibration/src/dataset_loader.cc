@@ -40,10 +40,10 @@ void addSweep(Dataset& data, const std::string& dir, const LoadOptions& options)
   for (const PlannedRun& planned : plan->runs) {
     const std::string logPath = dir + "/" + planned.log, jsonPath = dir + "/" + planned.json;
     std::vector<ParsedRun> fromText, fromJson;
-    if (auto text = detail::readFile(logPath); text.ok()) {
+    if (auto text = readFile(logPath); text.ok()) {
       fromText = parseNcclTestsText(*text, logPath).runs;
     }
-    if (auto text = detail::readFile(jsonPath); text.ok()) {
+    if (auto text = readFile(jsonPath); text.ok()) {
       fromJson = parseNcclTestsJson(*text, jsonPath).runs;
     }
     if (fromText.empty() && fromJson.empty()) {
@@ -180,7 +180,7 @@ Dataset loadDataset(const std::vector<std::string>& inputs, const LoadOptions& o
       const std::vector<std::string> files = detail::listFiles(input);
       if (files.empty()) data.problems.push_back(input + ": no files");
       for (const std::string& file : files) {
-        auto text = detail::readFile(file);
+        auto text = readFile(file);
         if (!text.ok()) {
           data.problems.push_back(text.error());
           continue;
@@ -190,7 +190,7 @@ Dataset loadDataset(const std::vector<std::string>& inputs, const LoadOptions& o
       }
       continue;
     }
-    auto text = detail::readFile(input);
+    auto text = readFile(input);
     if (!text.ok()) {
       data.problems.push_back(text.error());
       continue;

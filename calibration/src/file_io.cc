@@ -6,20 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace pilot::calibration::detail {
 
 namespace fs = std::filesystem;
-
-Expected<std::string> readFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot open " + path};
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return Error{"cannot read " + path};
-  return buffer.str();
-}
 
 Status writeFileAtomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());

@@ -4,11 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "pilot/core/file.h"  // readFile
 #include "pilot/core/result.h"
 
 namespace pilot::calibration::detail {
-
-Expected<std::string> readFile(const std::string& path);
 
 /// Writes `content` to a temporary file beside `path` and renames it over `path`, so a reader
 /// (or a Ctrl-C mid-write) never sees half a file.

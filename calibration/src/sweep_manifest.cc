@@ -211,7 +211,7 @@ Status writePlan(const SweepPlan& plan, const std::string& dir, bool overwrite) 
 }
 
 Expected<SweepPlan> readPlan(const std::string& dir) {
-  auto text = detail::readFile(dir + "/manifest.json");
+  auto text = readFile(dir + "/manifest.json");
   if (!text.ok()) return Error{text.error() + " (is " + dir + " a sweep plan directory?)"};
   auto plan = parseManifest(*text);
   if (!plan.ok()) return Error{dir + "/manifest.json: " + plan.error()};

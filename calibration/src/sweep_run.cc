@@ -104,10 +104,10 @@ void removeOldJson(const std::string& dir, const PlannedRun& run) {
 std::string judgeOutput(const std::string& dir, const PlannedRun& run, bool json, bool* wroteJson) {
   *wroteJson = false;
   if (json) {
-    auto text = detail::readFile(dir + "/" + run.json);
+    auto text = readFile(dir + "/" + run.json);
     *wroteJson = text.ok() && !parseNcclTestsJson(*text, run.json).runs.empty();
   }
-  auto log = detail::readFile(dir + "/" + run.log);
+  auto log = readFile(dir + "/" + run.log);
   if (!log.ok()) return "no log";
   const ParsedOutput parsed = parseNcclTestsText(*log, run.log);
   if (parsed.runs.empty()) return "no nccl-tests output in the log";

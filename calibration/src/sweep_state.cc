@@ -35,7 +35,7 @@ Expected<SweepState> readState(const std::string& dir) {
   const std::string path = dir + "/state.json";
   SweepState state;
   if (!detail::isRegularFile(path)) return state;
-  auto text = detail::readFile(path);
+  auto text = readFile(path);
   if (!text.ok()) return Error{text.error()};
   const json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   const json* runs = doc.is_object() && doc.contains("runs") ? &doc.at("runs") : nullptr;

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "detect_internal.h"
 #include "pilot/core/text.h"
 #include "pilot/topology/nccl_xml.h"
 
@@ -142,18 +143,6 @@ std::string ncclArch(const std::string& arch) {
   return arch;
 }
 
-std::string buildArch() {
-#if defined(__x86_64__)
-  return "x86_64";
-#elif defined(__aarch64__)
-  return "arm64";
-#elif defined(__powerpc64__)
-  return "ppc64";
-#else
-  return "";
-#endif
-}
-
 bool isCpumap(const std::string& s) {
   if (s.empty() || s.size() > kMaxValueLength) return false;
   return s.find_first_not_of("0123456789abcdef,") == std::string::npos;
@@ -171,7 +160,7 @@ std::string cpuLine(const Machine& m, int numa) {
     if (facts.familyId < 0) facts.familyId = c.familyId;
     if (facts.modelId < 0) facts.modelId = c.modelId;
   }
-  const std::string arch = ncclArch(facts.arch.empty() ? buildArch() : facts.arch);
+  const std::string arch = ncclArch(facts.arch.empty() ? detail::compiledArch() : facts.arch);
   std::string line = "<cpu";
   attr(line, "numaid", std::to_string(numa));
   // An over-long mask (over ~900 CPUs) would make NCCL reject the whole file; NCCL reads the

@@ -72,10 +72,7 @@ nlohmann::ordered_json evaluationJson(const Evaluation& e) {
   j["sizes"] = nlohmann::ordered_json::array();
   for (const SizeScore& s : e.sizes) {
     nlohmann::ordered_json x;
-    x["collective"] = s.shape.collective;
-    x["nodes"] = s.shape.nodes;
-    x["ranks"] = s.shape.ranks;
-    if (!s.shape.setup.empty()) x["setup"] = s.shape.setup;
+    detail::putShape(x, s.shape);
     x["size"] = s.size;
     x["chosen"] = s.chosen;
     x["best"] = s.best;

@@ -25,6 +25,9 @@ std::vector<NodeRange> nodeRanges(const Measurements& data, const std::vector<Sh
                                   const std::vector<Decision>& decisions,
                                   const std::vector<NodeModelReport>& models);
 
+/// The shape's keys in a JSON record: collective, nodes, ranks and (when set) setup.
+void putShape(nlohmann::ordered_json& j, const ShapeKey& k);
+
 /// "1.5 us", "12.3 ms".
 std::string formatTime(double us);
 /// "8K" style exact byte counts for comments.

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "fit_internal.h"
 #include "pilot/calibration/fit.h"
 
 namespace pilot::calibration {
@@ -21,13 +22,6 @@ double round4(double v) {
 
 json sizeOrNull(uint64_t v) {
   return v == UINT64_MAX ? json(nullptr) : json(v);
-}
-
-void putShape(json& j, const ShapeKey& k) {
-  j["collective"] = k.collective;
-  j["nodes"] = k.nodes;
-  j["ranks"] = k.ranks;
-  if (!k.setup.empty()) j["setup"] = k.setup;
 }
 
 json bandJson(const Band& b) {
@@ -58,7 +52,7 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
   out["decisions"] = json::array();
   for (const Decision& d : r.decisions) {
     json j;
-    putShape(j, d.shape);
+    detail::putShape(j, d.shape);
     j["size"] = d.size;
     j["chosen"] = d.chosenLabel;
     j["time_us"] = d.timeUs;
@@ -80,7 +74,7 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
   for (const Shape& shape : r.data.shapes) {
     for (const Series& s : shape.series) {
       json j;
-      putShape(j, shape.key);
+      detail::putShape(j, shape.key);
       j["label"] = s.label;
       j["algo"] = s.config.algo;
       j["proto"] = s.config.proto;
@@ -111,7 +105,7 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
   out["bands"] = json::array();
   for (const ShapeFit& f : r.shapes) {
     json j;
-    putShape(j, f.key);
+    detail::putShape(j, f.key);
     j["bands"] = json::array();
     for (const Band& b : f.bands) j["bands"].push_back(bandJson(b));
     if (!f.note.empty()) j["note"] = f.note;
@@ -126,7 +120,7 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
   for (const ShapeFit& f : r.shapes) {
     if (!f.extension.attempted) continue;
     json j;
-    putShape(j, f.key);
+    detail::putShape(j, f.key);
     j["chosen"] = f.extension.label;
     j["model_chosen"] = abJson(f.extension.chosen);
     j["model_default"] = abJson(f.extension.defaults);
@@ -183,4 +177,14 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
   return out;
 }
 
+namespace detail {
+
+void putShape(json& j, const ShapeKey& k) {
+  j["collective"] = k.collective;
+  j["nodes"] = k.nodes;
+  j["ranks"] = k.ranks;
+  if (!k.setup.empty()) j["setup"] = k.setup;
+}
+
+}  // namespace detail
 }  // namespace pilot::calibration

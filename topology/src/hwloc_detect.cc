@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include "detect_internal.h"
 #include "hwloc_library.h"
+#include "pilot/core/file.h"
 #include "pilot/core/text.h"
 
 namespace pilot::topology {
@@ -32,17 +32,19 @@ Expected<std::string> readXmlFile(const std::string& file) {
   if (stat(file.c_str(), &st) != 0)
     return Error{"cannot read hwloc XML " + file + ": " + std::strerror(errno)};
   if (!S_ISREG(st.st_mode)) return Error{"hwloc XML " + file + " is not a regular file"};
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Error{"cannot read hwloc XML " + file + ": " + std::strerror(errno)};
   std::string content;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    content.append(buffer, static_cast<size_t>(in.gcount()));
-    if (content.size() > kMaxXmlBytes)
+  int openErrno = 0;
+  switch (readFileUpTo(file, kMaxXmlBytes, &content, &openErrno)) {
+    case ReadOutcome::Ok:
+      return content;
+    case ReadOutcome::CannotOpen:
+      return Error{"cannot read hwloc XML " + file + ": " + std::strerror(openErrno)};
+    case ReadOutcome::TooLarge:
       return Error{"hwloc XML " + file + " is larger than 256 MiB; not reading it"};
+    case ReadOutcome::ReadError:
+      break;
   }
-  if (in.bad()) return Error{"cannot read hwloc XML " + file + ": read error"};
-  return content;
+  return Error{"cannot read hwloc XML " + file + ": read error"};
 }
 
 /// The value of `attribute` inside the first `<element ...>` tag, or "" when absent.

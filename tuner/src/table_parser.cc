@@ -1,8 +1,8 @@
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
+#include "pilot/core/file.h"
 #include "pilot/core/text.h"
 #include "pilot/tuner/table.h"
 
@@ -243,32 +243,26 @@ ParsedTable parseTable(std::string_view text, std::string source) {
 }
 
 ParsedTable loadTableFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    ParsedTable out;
-    out.table.source = path;
-    out.diagnostics.push_back({0, std::string("cannot open: ") + std::strerror(errno)});
-    return out;
-  }
   std::string content;
-  char buffer[65536];
-  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
-    content.append(buffer, static_cast<size_t>(in.gcount()));
-    if (content.size() > kMaxTableBytes) {
-      ParsedTable out;
-      out.table.source = path;
-      out.diagnostics.push_back(
-          {0, "file is larger than " + text::formatBytes(kMaxTableBytes) + "; not loaded"});
-      return out;
-    }
+  int openErrno = 0;
+  std::string problem;
+  switch (readFileUpTo(path, kMaxTableBytes, &content, &openErrno)) {
+    case ReadOutcome::Ok:
+      return parseTable(content, path);
+    case ReadOutcome::CannotOpen:
+      problem = std::string("cannot open: ") + std::strerror(openErrno);
+      break;
+    case ReadOutcome::TooLarge:
+      problem = "file is larger than " + text::formatBytes(kMaxTableBytes) + "; not loaded";
+      break;
+    case ReadOutcome::ReadError:
+      problem = "read error";
+      break;
   }
-  if (in.bad()) {
-    ParsedTable out;
-    out.table.source = path;
-    out.diagnostics.push_back({0, "read error"});
-    return out;
-  }
-  return parseTable(content, path);
+  ParsedTable out;
+  out.table.source = path;
+  out.diagnostics.push_back({0, problem});
+  return out;
 }
 
 std::string formatRule(const Rule& r) {

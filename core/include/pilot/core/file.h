@@ -1,12 +1,20 @@
-// Whole-file reads and writes for the tool and calibration layers, with the error text their
-// commands print ("cannot open PATH"). The plugin reads its inputs with their own size bounds.
+// Whole-file reads and writes. readFileUpTo is the one read loop: the plugin's readers (tuning
+// table, hwloc XML) bound what they accept and word their own messages; readFile is the tool's.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "pilot/core/result.h"
 
 namespace pilot {
+
+enum class ReadOutcome { Ok, CannotOpen, TooLarge, ReadError };
+
+/// Reads the whole file into `content` unless it is larger than `maxBytes` (then it stops
+/// reading there). On CannotOpen, `*openErrno` (if given) holds the open's errno.
+ReadOutcome readFileUpTo(const std::string& path, size_t maxBytes, std::string* content,
+                         int* openErrno = nullptr);
 
 /// The whole file; an Error "cannot open PATH" or "cannot read PATH".
 Expected<std::string> readFile(const std::string& path);

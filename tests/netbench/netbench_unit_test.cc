@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <vector>
 
-#include "netbench_loader.h"
-#include "netbench_pattern.h"
-#include "netbench_plan.h"
-#include "netbench_stats.h"
-#include "netbench_wire.h"
+#include "netbench/loader.h"
+#include "netbench/pattern.h"
+#include "netbench/plan.h"
+#include "netbench/stats.h"
+#include "netbench/wire.h"
 
 namespace pilot::cli {
 namespace {

@@ -1,0 +1,91 @@
+// `nccl-pilot report`: the evidence behind a table as one self-contained HTML page, plus
+// gnuplot charts when gnuplot is installed and a summary on stdout.
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "calibration/inputs.h"
+#include "cli/commands.h"
+#include "pilot/calibration/report.h"
+#include "pilot/core/file.h"
+#include "pilot/tuner/table.h"
+#include "pilot/version.h"
+
+namespace pilot::cli {
+namespace {
+
+struct ReportArgs {
+  FitInputArgs in;
+  std::string output;
+  std::string table;
+  std::string title;
+  bool noGnuplot = false;
+};
+
+int runReport(const ReportArgs& a) {
+  if (Status s = checkLabels(a.in); !s.ok()) return reportError(s.error(), kExitUsage);
+  auto data = loadFitInputs(a.in);
+  if (!data.ok()) return reportError(data.error());
+  const calibration::FitOptions options = fitOptions(a.in);
+  const calibration::FitResult fit = calibration::fit(*data, options);
+  for (const std::string& note : fit.notes) std::cerr << "note: " << note << "\n";
+
+  calibration::ReportChoices choices;
+  if (a.table.empty()) {
+    choices = calibration::fitChoices(fit);
+  } else {
+    tuner::ParsedTable parsed = tuner::loadTableFile(a.table);
+    for (const tuner::Diagnostic& d : parsed.diagnostics) {
+      if (d.line == 0) return reportError("table " + a.table + ": " + d.message);
+      std::cerr << a.table << ":" << d.line << ": warning: " << d.message << "\n";
+    }
+    choices = calibration::tableChoices(fit, parsed.table, a.table);
+  }
+
+  calibration::ReportOptions ro;
+  if (!a.title.empty()) ro.title = a.title;
+  ro.inputs = a.in.inputs;
+  ro.toolVersion = pilot::kVersion;
+  ro.date = options.date;
+  if (Status s = writeFile(a.output, calibration::reportHtml(fit, choices, ro)); !s.ok()) {
+    return reportError(s.error());
+  }
+
+  std::cout << calibration::reportText(fit, choices);
+  std::cout << "wrote " << a.output << "\n";
+  if (!a.noGnuplot) {
+    std::string stem = a.output;
+    if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".html") == 0) {
+      stem.resize(stem.size() - 5);
+    }
+    const calibration::GnuplotOutput g = calibration::plotWithGnuplot(fit, choices, stem);
+    if (!g.error.empty()) std::cerr << "note: " << g.error << "; the HTML page is complete\n";
+    if (!g.files.empty()) {
+      std::cout << "gnuplot:";
+      for (const std::string& file : g.files) std::cout << " " << file;
+      std::cout << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command addReportCommand(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "report",
+      "Write an HTML page with the sweep's charts, the chosen configuration per size "
+      "band and the gain over NCCL's default");
+  addFitInputOptions(sub, args->in);
+  sub->add_option("-o,--output", args->output, "HTML file to write")->required();
+  sub->add_option("--table", args->table,
+                  "Show what this tuning table picks per size instead of fitting one now");
+  sub->add_option("--title", args->title, "Page title");
+  sub->add_flag("--no-gnuplot", args->noGnuplot,
+                "Skip the gnuplot SVG/PNG charts even when gnuplot is installed");
+  return {sub, [args] { return runReport(*args); }};
+}
+
+}  // namespace pilot::cli

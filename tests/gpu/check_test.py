@@ -201,7 +201,7 @@ class OlderNcclWording(RecordedRunCase):
 
 class RecordedFailure(unittest.TestCase):
     def test_the_double_free_of_nccl_2_28_9_fails_shutdown(self):
-        # Recorded before the fix in plugin/net_plugin.cc: every rank aborted in topology-only
+        # Recorded before the fix in plugin/net/exports.cc: every rank aborted in topology-only
         # mode when NCCL fell back from our plugin to IB.
         with tempfile.TemporaryDirectory() as tmp:
             done = run("bash", HERE / "run.sh", "--dry-run",

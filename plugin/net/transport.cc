@@ -1,4 +1,4 @@
-#include "net_transport.h"
+#include "net/transport.h"
 
 #include <atomic>
 #include <memory>

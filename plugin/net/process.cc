@@ -1,10 +1,10 @@
-#include "net_process.h"
+#include "net/process.h"
 
 #include <atomic>
 #include <mutex>
 
 #include "entry_guard.h"
-#include "net_transport.h"
+#include "net/transport.h"
 #include "pilot/core/config.h"
 #include "pilot/topology/topo_file.h"
 

@@ -1,5 +1,5 @@
 // The net ABI calls NCCL makes, mapped onto net::Transport. Each function here serves every
-// version whose C signature it matches; net_plugin.cc adds the thin per-version shims (argument
+// version whose C signature it matches; net/exports.cc adds the thin per-version shims (argument
 // order, the v10 config, the v11+ context). What the versions differ in (research/net.md §1.2):
 // - sizes: int in regMr (v6, v7) and isend/irecv (v6 .. v8), size_t later; negative ints are
 //   invalid, and test()/iflush() sizes stay int in every version (clamped);
@@ -12,7 +12,7 @@
 #include <climits>
 
 #include "abi/net_common.h"
-#include "net_transport.h"
+#include "net/transport.h"
 
 namespace pilot::plugin::netabi {
 

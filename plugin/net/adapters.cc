@@ -1,7 +1,7 @@
-#include "net_adapters.h"
+#include "net/adapters.h"
 
 #include "entry_guard.h"
-#include "net_process.h"
+#include "net/process.h"
 
 namespace pilot::plugin::netabi {
 namespace {

@@ -1,6 +1,6 @@
 // The exported net structs ncclNetPlugin_v6 .. _v12. Init hands NCCL our topology file (once
 // per process) and starts the transport NCCL_PILOT_TRANSPORT names: socket (the default, the
-// multi-stream TCP transport of net/, every call mapped by net_adapters.h) or none
+// multi-stream TCP transport of net/, every call mapped by net/adapters.h) or none
 // (topology-only: devices() reports 0, so NCCL moves on to its own transports). Each NCCL takes
 // the newest symbol it knows (research/net.md §1.1).
 //
@@ -35,8 +35,8 @@
 #include "abi/net_v8.h"
 #include "abi/net_v9.h"
 #include "entry_guard.h"
-#include "net_adapters.h"
-#include "net_process.h"
+#include "net/adapters.h"
+#include "net/process.h"
 
 namespace pilot::plugin {
 namespace {

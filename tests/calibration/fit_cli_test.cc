@@ -11,10 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "pilot/tuner/table.h"
+#include "published_fixture.h"
 
 namespace {
 
-const std::string kL40s = std::string(PILOT_FIXTURES_DIR) + "/l40s-1n4gpu-allreduce-forced.txt";
+const std::string kL40s = testsupport::sharedFixture("nccl-tests/l40s-1n4gpu-allreduce-forced.txt");
+const std::string kSynthetic =
+    std::string(PILOT_SOURCE_DIR) + "/tests/calibration/data/synthetic-2n-allreduce.txt";
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
@@ -69,6 +72,7 @@ class FitCli : public ::testing::Test {
 };
 
 TEST_F(FitCli, FitWritesATableAndJsonAndEvaluates) {
+  PILOT_REQUIRE_FIXTURE(kL40s);
   const std::string table = path("l40s.table"), json = path("l40s.json");
   std::vector<std::string> args = {"fit", kL40s, "-o", table, "--json", json, "--evaluate"};
   for (const std::string& l : labels()) args.push_back(l);
@@ -114,6 +118,7 @@ TEST_F(FitCli, ASweepWithACrossoverGetsRulesThatBeatTheDefault) {
 }
 
 TEST_F(FitCli, ReportWritesAPageAndASummary) {
+  PILOT_REQUIRE_FIXTURE(kL40s);
   const std::string html = path("report.html");
   std::vector<std::string> args = {"report", kL40s, "-o", html};
   for (const std::string& l : labels()) args.push_back(l);
@@ -126,13 +131,13 @@ TEST_F(FitCli, ReportWritesAPageAndASummary) {
 }
 
 TEST_F(FitCli, UsageErrors) {
-  EXPECT_EQ(run({"fit", kL40s}), 2);  // neither -o nor --evaluate
+  EXPECT_EQ(run({"fit", kSynthetic}), 2);  // neither -o nor --evaluate
   EXPECT_NE(err_.find("-o TABLE is required"), std::string::npos) << err_;
-  EXPECT_EQ(run({"fit", kL40s, "-o", path("x.table"), "--label", "nonsense"}), 2);
+  EXPECT_EQ(run({"fit", kSynthetic, "-o", path("x.table"), "--label", "nonsense"}), 2);
   EXPECT_NE(err_.find("--label nonsense"), std::string::npos) << err_;
-  EXPECT_EQ(run({"fit", kL40s, "-o", path("y.table"), "--margin", "2"}), 2);
+  EXPECT_EQ(run({"fit", kSynthetic, "-o", path("y.table"), "--margin", "2"}), 2);
   // Unlabelled logs are not assumed to be NCCL's default: every run is excluded.
-  EXPECT_EQ(run({"fit", kL40s, "-o", path("z.table")}), 1);
+  EXPECT_EQ(run({"fit", kSynthetic, "-o", path("z.table")}), 1);
   EXPECT_NE(err_.find("no usable run"), std::string::npos) << err_;
 }
 

@@ -1,4 +1,4 @@
-// fit, evaluate and report on the real sweeps in ../shared/fixtures/nccl-tests.
+// fit, evaluate and report on the real sweeps in ../shared/fixtures/nccl-tests (skipped without).
 #include <gtest/gtest.h>
 
 #include <dirent.h>
@@ -11,11 +11,12 @@
 #include "pilot/calibration/fit.h"
 #include "pilot/calibration/report.h"
 #include "pilot/tuner/table.h"
+#include "published_fixture.h"
 
 namespace pilot::calibration {
 namespace {
 
-const std::string kDir = PILOT_FIXTURES_DIR;
+const std::string kDir = testsupport::sharedFixture("nccl-tests");
 
 Dataset load(const std::vector<std::string>& files, const std::vector<std::string>& labels) {
   LoadOptions options;
@@ -45,6 +46,7 @@ void expectLoadsCleanly(const FitResult& r) {
 }
 
 TEST(FitFixtures, L40sFitsAndLoads) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/l40s-1n4gpu-allreduce-forced.txt");
   const FitResult r = fit(l40s(), FitOptions{});
   ASSERT_EQ(r.data.shapes.size(), 1u);
   const Shape& shape = r.data.shapes[0];
@@ -80,6 +82,7 @@ TEST(FitFixtures, L40sFitsAndLoads) {
 }
 
 TEST(FitFixtures, L40sEvaluationMeetsTheDoneCriterion) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/l40s-1n4gpu-allreduce-forced.txt");
   const Evaluation e = evaluate(l40s(), FitOptions{});
   EXPECT_EQ(e.folds, 3);
   EXPECT_EQ(e.sizes.size(), 25u);
@@ -92,6 +95,7 @@ TEST(FitFixtures, L40sEvaluationMeetsTheDoneCriterion) {
 }
 
 TEST(FitFixtures, L40sReportRenders) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/l40s-1n4gpu-allreduce-forced.txt");
   const FitResult r = fit(l40s(), FitOptions{});
   const std::string html = reportHtml(r, fitChoices(r), ReportOptions{});
   EXPECT_NE(html.find("allreduce · 1 node · 4 ranks"), std::string::npos);
@@ -99,6 +103,7 @@ TEST(FitFixtures, L40sReportRenders) {
 }
 
 TEST(FitFixtures, P5RepeatsShowTheNoiseThatGuardsTheDefault) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/p5-2n-allreduce-nccl2223-a.txt");
   // Two identical 2-node H100 runs: their disagreement is the noise bar.
   const FitResult r =
       fit(load({"p5-2n-allreduce-nccl2223-a.txt", "p5-2n-allreduce-nccl2223-b.txt"}, {"*=default"}),
@@ -116,6 +121,7 @@ TEST(FitFixtures, P5RepeatsShowTheNoiseThatGuardsTheDefault) {
 }
 
 TEST(FitFixtures, PolarisNodeModelPredictsHeldOutNodeCounts) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/polaris-nccl218-n2.txt");
   const FitResult r = fit(load({"polaris-nccl218-n2.txt", "polaris-nccl218-n8.txt",
                                 "polaris-nccl218-n128.txt", "polaris-nccl218-n540.txt"},
                                {"*=default"}),
@@ -148,6 +154,7 @@ TEST(FitFixtures, PolarisNodeModelPredictsHeldOutNodeCounts) {
 }
 
 TEST(FitFixtures, EveryFixtureFitsToATableThatLoads) {
+  PILOT_REQUIRE_FIXTURE(kDir);
   DIR* dir = opendir(kDir.c_str());
   ASSERT_NE(dir, nullptr) << kDir;
   int files = 0;

@@ -17,11 +17,13 @@ LoadOptions labels(std::initializer_list<const char*> rules) {
   return o;
 }
 
+// Each test starts with PILOT_REQUIRE_FIXTURE(fixture(FILE)) for the files it reads.
 Dataset load(const std::string& name, const LoadOptions& options = labels({"*=default"})) {
   return loadDataset({fixture(name)}, options);
 }
 
 TEST(ParseFixtures, L40sForcedRunsGetTheirConfigurationsFromLabels) {
+  PILOT_REQUIRE_FIXTURE(fixture("l40s-1n4gpu-allreduce-forced.txt"));
   const Dataset data = load("l40s-1n4gpu-allreduce-forced.txt",
                             labels({"auto_*=NCCL_PROTO=*", "ring=NCCL_ALGO=Ring",
                                     "tree=NCCL_ALGO=Tree", "iteration_*=default"}));
@@ -63,6 +65,7 @@ TEST(ParseFixtures, L40sForcedRunsGetTheirConfigurationsFromLabels) {
 }
 
 TEST(ParseFixtures, L40sWithoutLabelsIsUnlabelledAndExcluded) {
+  PILOT_REQUIRE_FIXTURE(fixture("l40s-1n4gpu-allreduce-forced.txt"));
   const Dataset data = load("l40s-1n4gpu-allreduce-forced.txt", LoadOptions());
   ASSERT_EQ(data.runs.size(), 8u);
   for (const calibration::Run& run : data.runs) {
@@ -75,6 +78,7 @@ TEST(ParseFixtures, L40sWithoutLabelsIsUnlabelledAndExcluded) {
 }
 
 TEST(ParseFixtures, A3MegaHeaderWithoutHashes) {
+  PILOT_REQUIRE_FIXTURE(fixture("a3mega-2n-allreduce.txt"));
   const Dataset data = load("a3mega-2n-allreduce.txt");
   ASSERT_EQ(data.runs.size(), 1u);
   const calibration::Run& run = data.runs[0];
@@ -90,6 +94,7 @@ TEST(ParseFixtures, A3MegaHeaderWithoutHashes) {
 }
 
 TEST(ParseFixtures, P5RunsAreTwoNodeSixteenRanks) {
+  PILOT_REQUIRE_FIXTURE(fixture("p5-2n-allreduce-nccl2223-a.txt"));
   for (const char* name : {"p5-2n-allreduce-nccl2223-a.txt", "p5-2n-allreduce-nccl2223-b.txt",
                            "p5-2n-allreduce-nccl2203-ofituner.txt"}) {
     SCOPED_TRACE(name);
@@ -128,6 +133,7 @@ void PrintTo(const PolarisFile& f, std::ostream* os) {
 class ParsePolaris : public ::testing::TestWithParam<PolarisFile> {};
 
 TEST_P(ParsePolaris, RunsSetupsAndLaunchFailures) {
+  PILOT_REQUIRE_FIXTURE(fixture(GetParam().name));
   const PolarisFile& f = GetParam();
   const Dataset data = load(f.name);
   ASSERT_EQ(data.runs.size(), f.runs);
@@ -169,6 +175,7 @@ INSTANTIATE_TEST_SUITE_P(AllFiles, ParsePolaris,
                          [](const auto& p) { return "n" + std::to_string(p.param.nodes); });
 
 TEST(ParseFixtures, PolarisAllGatherKeepsTheZeroSizeRows) {
+  PILOT_REQUIRE_FIXTURE(fixture("polaris-nccl218-n2.txt"));
   const Dataset data = load("polaris-nccl218-n2.txt");
   const calibration::Run& allgather = data.runs.front();
   ASSERT_EQ(rows(allgather), 29u);
@@ -178,7 +185,8 @@ TEST(ParseFixtures, PolarisAllGatherKeepsTheZeroSizeRows) {
 }
 
 TEST(ParseFixtures, EveryFixtureIsReadWithoutInputProblems) {
-  for (const auto& entry : std::filesystem::directory_iterator(PILOT_FIXTURES_DIR)) {
+  PILOT_REQUIRE_FIXTURE(fixture());
+  for (const auto& entry : std::filesystem::directory_iterator(fixture())) {
     SCOPED_TRACE(entry.path().string());
     const Dataset data = loadDataset({entry.path().string()}, labels({"*=default"}));
     EXPECT_FALSE(data.runs.empty());

@@ -134,6 +134,7 @@ TEST(LabelRules, BadRules) {
 }
 
 TEST(LabelRules, DirectoryPathsAreKeys) {
+  PILOT_REQUIRE_FIXTURE(test::fixture("l40s-1n4gpu-allreduce-forced.txt"));
   // Per-configuration directories, as the L40S study kept its raw files.
   test::ScratchDir dir;
   std::filesystem::create_directories(dir / "auto_ll");
@@ -156,6 +157,7 @@ TEST(LabelRules, DirectoryPathsAreKeys) {
 }
 
 TEST(LabelRules, OneLabelPerForcingAcrossInputs) {
+  PILOT_REQUIRE_FIXTURE(test::fixture("l40s-1n4gpu-allreduce-forced.txt"));
   Dataset data;
   LoadOptions options;
   options.labels.push_back(*parseLabelRule("ring*=NCCL_ALGO=Ring"));

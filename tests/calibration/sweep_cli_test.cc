@@ -123,6 +123,7 @@ TEST(SweepCli, PlanInterruptResumeShow) {
 }
 
 TEST(SweepCli, ShowFixtureWithLabels) {
+  PILOT_REQUIRE_FIXTURE(test::fixture("l40s-1n4gpu-allreduce-forced.txt"));
   test::ScratchDir dir;
   std::string out, err;
   ASSERT_EQ(runCli(dir, "show",

@@ -12,11 +12,14 @@
 #include <vector>
 
 #include "pilot/calibration/measurements.h"
+#include "published_fixture.h"
 
 namespace pilot::calibration::test {
 
-inline std::string fixture(const std::string& name) {
-  return std::string(PILOT_FIXTURES_DIR) + "/" + name;
+/// A published nccl-tests output (../shared/fixtures/nccl-tests/NAME); a test reading one
+/// starts with PILOT_REQUIRE_FIXTURE(fixture(NAME)).
+inline std::string fixture(const std::string& name = "") {
+  return testsupport::sharedFixture(name.empty() ? "nccl-tests" : "nccl-tests/" + name);
 }
 
 inline std::string readText(const std::string& path) {

@@ -112,12 +112,12 @@ std::string readFile(const std::string& path) {
   return buffer.str();
 }
 
-std::string jwbFixture() {
-  return std::string(PILOT_SHARED_FIXTURES) + "/topo/hwloc/hwloc-jwb0004.xml";
+std::string recordedMachineXml() {
+  return std::string(PILOT_TOPOLOGY_DATA) + "/hwloc/baremetal-2gpu-2nic-switch.xml";
 }
 
-void useFixtureMachine() {
-  setenv("NCCL_PILOT_HWLOC_XML", jwbFixture().c_str(), 1);
+void useRecordedMachine() {
+  setenv("NCCL_PILOT_HWLOC_XML", recordedMachineXml().c_str(), 1);
   setenv("NCCL_PILOT_SYSFS_ROOT", PILOT_EMPTY_SYSFS_ROOT, 1);
 }
 

@@ -38,12 +38,13 @@ std::string makeTempDir();
 /// The whole content of a file, "" when unreadable.
 std::string readFile(const std::string& path);
 
-/// The hwloc XML fixture of JUWELS Booster (4 A100, 4 HDR HCAs).
-std::string jwbFixture();
+/// Our own hwloc export of the recorded bare-metal machine (tests/topology/data/hwloc: 2 H100,
+/// 2 IB HCAs, one PCIe switch per socket), present in every checkout.
+std::string recordedMachineXml();
 
-/// Points detection at the fixture and at an empty sysfs root (a directory of the build tree),
+/// Points detection at that export and at an empty sysfs root (a directory of the build tree),
 /// so this host's hardware stays out of every result.
-void useFixtureMachine();
+void useRecordedMachine();
 
 /// Calls init the way the NCCL release of `version` does (v11+: a context per communicator,
 /// which is returned; older: nullptr).

@@ -74,7 +74,7 @@ class EveryVersion : public ::testing::TestWithParam<int> {};
 TEST_P(EveryVersion, InitSucceedsReportsNoDeviceAndWritesTheTopologyFile) {
   const int version = GetParam();
   inChild([version] {
-    useFixtureMachine();
+    useRecordedMachine();
     void* module = openModule();
     ASSERT_NE(module, nullptr);
     void* symbol = netSymbol(module, version);
@@ -135,7 +135,7 @@ TEST(NetPluginInit, TwoCommunicatorsDetectOnce) {
   for (int version : {6, 12}) {
     SCOPED_TRACE("v" + std::to_string(version));
     inChild([version] {
-      useFixtureMachine();
+      useRecordedMachine();
       void* symbol = netSymbol(openModule(), version);
       ASSERT_NE(symbol, nullptr);
       void* first = nullptr;
@@ -156,7 +156,7 @@ TEST(NetPluginInit, TwoCommunicatorsDetectOnce) {
 
 TEST(NetPluginInit, ConcurrentCommunicatorsAllSeeTheFile) {
   inChild([] {
-    useFixtureMachine();
+    useRecordedMachine();
     void* symbol = netSymbol(openModule(), 12);
     ASSERT_NE(symbol, nullptr);
     constexpr int kThreads = 8;
@@ -196,7 +196,7 @@ TEST(NetPluginInit, SurvivesTheFallbackOfNccl2289) {
   // H200 this aborted every rank ("double free detected in tcache 2") until init stopped
   // handing out a context with no device.
   inChild([] {
-    useFixtureMachine();
+    useRecordedMachine();
     void* symbol = netSymbol(openModule(), 11);
     ASSERT_NE(symbol, nullptr);
     void* netContext = nullptr;
@@ -219,7 +219,7 @@ TEST(NetPluginInit, WorksWithoutALogger) {
 
 TEST(NetPluginTopology, PresetTopoFileIsKept) {
   inChild([] {
-    useFixtureMachine();
+    useRecordedMachine();
     setenv("NCCL_TOPO_FILE", "/etc/nccl/my-topology.xml", 1);
     void* symbol = netSymbol(openModule(), 12);
     void* ctx = nullptr;
@@ -236,7 +236,7 @@ TEST(NetPluginTopology, PresetTopoFileIsKept) {
 
 TEST(NetPluginTopology, DeadInheritedProcFdIsReplaced) {
   inChild([] {
-    useFixtureMachine();
+    useRecordedMachine();
     int pipeFds[2];
     ASSERT_EQ(pipe(pipeFds), 0);  // a number reused for a pipe: not a file NCCL could read
     const std::string stale = "/proc/self/fd/" + std::to_string(pipeFds[0]);
@@ -254,7 +254,7 @@ TEST(NetPluginTopology, DeadInheritedProcFdIsReplaced) {
 
 TEST(NetPluginTopology, DisabledWritesNothing) {
   inChild([] {
-    useFixtureMachine();
+    useRecordedMachine();
     setenv("NCCL_PILOT_TOPO", "0", 1);
     void* symbol = netSymbol(openModule(), 12);
     void* ctx = nullptr;
@@ -285,7 +285,7 @@ TEST(NetPluginTopology, MissingHwlocXmlIsOneWarnAndInitStillSucceeds) {
 
 TEST(NetPluginTopology, DumpGetsACopy) {
   inChild([] {
-    useFixtureMachine();
+    useRecordedMachine();
     const std::string dir = makeTempDir();
     const std::string dump = dir + "/topo.xml";
     setenv("NCCL_PILOT_TOPO_DUMP", dump.c_str(), 1);
@@ -304,7 +304,7 @@ TEST(NetPluginTopology, DumpGetsACopy) {
 
 TEST(NetPluginTopology, UnwritableDumpIsAWarnNotAFailure) {
   inChild([] {
-    useFixtureMachine();
+    useRecordedMachine();
     setenv("NCCL_PILOT_TOPO_DUMP", "/nonexistent/dir/topo.xml", 1);
     void* symbol = netSymbol(openModule(), 12);
     void* ctx = nullptr;
@@ -317,7 +317,7 @@ TEST(NetPluginTopology, UnwritableDumpIsAWarnNotAFailure) {
 
 TEST(NetPluginTopology, TheFileSurvivesExecAndCannotBeChanged) {
   inChild([] {
-    useFixtureMachine();
+    useRecordedMachine();
     void* symbol = netSymbol(openModule(), 12);
     void* ctx = nullptr;
     ASSERT_EQ(initLikeNccl(symbol, 12, &ctx), Success);

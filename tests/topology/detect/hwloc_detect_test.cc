@@ -1,9 +1,11 @@
-// detectMachine through hwloc (dlopen'ed libhwloc.so.15) on the shared hwloc XML fixtures.
+// detectMachine through hwloc (dlopen'ed libhwloc.so.15): on our own hwloc export of the
+// recorded bare-metal tree (every checkout), and on the published hwloc XML fixtures.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 
+#include "pilot/topology/affinity.h"
 #include "pilot/topology/sources.h"
 #include "test_support.h"
 
@@ -42,7 +44,37 @@ TEST(HwlocLibrary, LoadsHwloc2) {
   EXPECT_TRUE(loadHwlocDynamic(&why)) << why;
 }
 
+TEST(HwlocXml, OwnExportOfTheRecordedBareMetalTreeDescribesTheSameMachine) {
+  // tests/topology/data/hwloc/baremetal-2gpu-2nic-switch.xml was written for this project to
+  // model the machine the sysfs tree of the same name records: both detection paths must agree.
+  DetectOptions viaHwloc;
+  viaHwloc.hwlocXml = testing::ownHwlocXml("baremetal-2gpu-2nic-switch.xml");
+  Expected<Machine> x = detectMachine(viaHwloc, hwloc());
+  ASSERT_TRUE(x.ok()) << x.error();
+  DetectOptions viaSysfs;
+  viaSysfs.sysfsRoot = testing::dataRoot("baremetal-2gpu-2nic-switch");
+  Expected<Machine> s = detectMachine(viaSysfs, nullptr);
+  ASSERT_TRUE(s.ok()) << s.error();
+
+  ASSERT_EQ(x->gpus.size(), 2u);
+  ASSERT_EQ(rdmaNics(*x).size(), 2u);
+  EXPECT_EQ(describePairs(*x, pairGpusWithNics(*x)), describePairs(*s, pairGpusWithNics(*s)));
+  for (const Nic* nic : rdmaNics(*x)) {
+    EXPECT_EQ(nic->state, "ACTIVE") << nic->name;
+    EXPECT_EQ(nic->linkLayer, LinkLayer::InfiniBand) << nic->name;
+    const Nic* same = testing::nicNamed(*s, nic->name);
+    ASSERT_NE(same, nullptr) << nic->name;
+    EXPECT_EQ(nic->netdev, same->netdev);
+    EXPECT_EQ(busOf(*x, nic->pci), busOf(*s, same->pci));
+  }
+  for (size_t g = 0; g < x->gpus.size(); ++g) {
+    EXPECT_EQ(busOf(*x, x->gpus[g].pci), busOf(*s, s->gpus[g].pci));
+    EXPECT_EQ(x->pci[x->gpus[g].pci].numaNode, static_cast<int>(g));  // one GPU per socket
+  }
+}
+
 TEST(HwlocXml, Jwb0004FourA100EachPixWithOneHdrNic) {
+  PILOT_REQUIRE_FIXTURE(hwlocFixture("hwloc-jwb0004.xml"));
   Machine m = fromXml("hwloc-jwb0004.xml");
   EXPECT_EQ(m.source, "hwloc XML " + hwlocFixture("hwloc-jwb0004.xml"));
   ASSERT_EQ(m.gpus.size(), 4u);
@@ -96,6 +128,7 @@ TEST(HwlocXml, Jwb0004FourA100EachPixWithOneHdrNic) {
 }
 
 TEST(HwlocXml, Jwb0004TreeShapeAndNuma) {
+  PILOT_REQUIRE_FIXTURE(hwlocFixture("hwloc-jwb0004.xml"));
   Machine m = fromXml("hwloc-jwb0004.xml");
   int gpu = testing::pciIndex(m, "0000:44:00.0");
   ASSERT_GE(gpu, 0);
@@ -117,6 +150,7 @@ TEST(HwlocXml, Jwb0004TreeShapeAndNuma) {
 }
 
 TEST(HwlocXml, Mel2001Hwloc1FormatFourGpusTwoNics) {
+  PILOT_REQUIRE_FIXTURE(hwlocFixture("hwloc-mel2001.xml"));
   Machine m = fromXml("hwloc-mel2001.xml");
   ASSERT_EQ(m.gpus.size(), 4u);
   std::vector<const Nic*> nics = rdmaNics(m);
@@ -132,6 +166,7 @@ TEST(HwlocXml, Mel2001Hwloc1FormatFourGpusTwoNics) {
 }
 
 TEST(HwlocXml, Dgx2hSixteenV100NoNics) {
+  PILOT_REQUIRE_FIXTURE(hwlocFixture("hwloc-nvidia-dgx2h.xml"));
   Machine m = fromXml("hwloc-nvidia-dgx2h.xml");
   ASSERT_EQ(m.gpus.size(), 16u);
   EXPECT_TRUE(rdmaNics(m).empty());
@@ -149,6 +184,7 @@ TEST(HwlocXml, Dgx2hSixteenV100NoNics) {
 }
 
 TEST(HwlocXml, SupermicroMlx5WithIb0AndGuid) {
+  PILOT_REQUIRE_FIXTURE(hwlocFixture("hwloc-supermicro-x9drg-wholeio.xml"));
   Machine m = fromXml("hwloc-supermicro-x9drg-wholeio.xml");
   std::vector<const Nic*> nics = rdmaNics(m);
   ASSERT_EQ(nics.size(), 1u);
@@ -211,10 +247,10 @@ TEST(HwlocXml, FutureFormatIsAnError) {
 
 TEST(DetectMachine, XmlWithoutHwlocIsAnError) {
   DetectOptions options;
-  options.hwlocXml = hwlocFixture("hwloc-jwb0004.xml");
+  options.hwlocXml = testing::ownHwlocXml("baremetal-2gpu-2nic-switch.xml");
   Expected<Machine> m = detectMachine(options, nullptr);
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.error().find("hwloc-jwb0004.xml"), std::string::npos) << m.error();
+  EXPECT_NE(m.error().find("baremetal-2gpu-2nic-switch.xml"), std::string::npos) << m.error();
 }
 
 TEST(DetectMachine, FallsBackToSysfsWithoutHwloc) {

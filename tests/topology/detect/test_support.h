@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "pilot/topology/model.h"
+#include "published_fixture.h"
 
 namespace pilot::topology::testing {
 
@@ -12,8 +13,15 @@ inline std::string dataRoot(const std::string& tree) {
   return std::string(PILOT_TOPOLOGY_DATA) + "/" + tree;
 }
 
+/// A published hwloc export (../shared/fixtures/topo/hwloc); tests reading one start with
+/// PILOT_REQUIRE_FIXTURE(hwlocFixture(name)).
 inline std::string hwlocFixture(const std::string& name) {
-  return std::string(PILOT_SHARED_FIXTURES) + "/topo/hwloc/" + name;
+  return testsupport::sharedFixture("topo/hwloc/" + name);
+}
+
+/// Our own hwloc exports (tests/topology/data/hwloc): present in every checkout.
+inline std::string ownHwlocXml(const std::string& name) {
+  return dataRoot("hwloc/" + name);
 }
 
 /// True when some note contains every one of the given fragments.

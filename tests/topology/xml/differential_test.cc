@@ -1,5 +1,6 @@
 // The reader and the validator implement NCCL's grammar independently. On thousands of mutated
-// real files they must agree on which texts NCCL's parser rejects, and neither may crash.
+// files (real NCCL files where ../shared is present, our own goldens everywhere) they must agree on
+// which texts NCCL's parser rejects, and neither may crash.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -8,6 +9,7 @@
 #include "golden.h"
 #include "nccl_rules.h"
 #include "pilot/topology/nccl_xml.h"
+#include "published_fixture.h"
 
 namespace pilot::topology {
 namespace {
@@ -49,15 +51,14 @@ std::string mutate(std::string s, std::mt19937& rng) {
   return s;
 }
 
-TEST(Differential, ReaderAndValidatorAgreeOnNcclGrammar) {
-  const std::string dir = std::string(PILOT_SHARED_FIXTURES) + "/topo/nccl-xml/";
-  std::mt19937 rng(20260611);
+/// Mutates each seed file 1,500 times; the reader and the validator must agree on every mutant.
+void expectAgreementOnMutants(const std::vector<std::string>& seeds, uint32_t seed) {
+  std::mt19937 rng(seed);
   int rejected = 0, accepted = 0;
-  for (const char* name :
-       {"aws-p4d-24xl-topo.xml", "azure-ndv5-topo.xml", "ibmcloud-gx3d-h100-vsi-dump.xml",
-        "nccl-issue2397-icx-a100pcie-cx6dx-roce-host1.xml"}) {
-    const std::optional<std::string> original = test::readFile(dir + name);
-    ASSERT_TRUE(original.has_value()) << name;
+  for (const std::string& path : seeds) {
+    const std::optional<std::string> original = test::readFile(path);
+    ASSERT_TRUE(original.has_value()) << path;
+    const std::string& name = path;
     for (int round = 0; round < 1500; ++round) {
       const std::string text = mutate(*original, rng);
       Expected<Machine> m = readNcclXml(text, "mutant");
@@ -82,8 +83,31 @@ TEST(Differential, ReaderAndValidatorAgreeOnNcclGrammar) {
     }
   }
   // Both outcomes are exercised, or the comparison says little.
-  EXPECT_GT(rejected, 1000);
-  EXPECT_GT(accepted, 500);
+  EXPECT_GT(rejected, 250 * static_cast<int>(seeds.size()));
+  EXPECT_GT(accepted, 125 * static_cast<int>(seeds.size()));
+}
+
+TEST(Differential, ReaderAndValidatorAgreeOnNcclGrammar) {
+  // Real NCCL files (published fixtures): other writers' habits, comments, skeletons.
+  const std::string dir = testsupport::sharedFixture("topo/nccl-xml/");
+  PILOT_REQUIRE_FIXTURE(dir);
+  std::vector<std::string> seeds;
+  for (const char* name :
+       {"aws-p4d-24xl-topo.xml", "azure-ndv5-topo.xml", "ibmcloud-gx3d-h100-vsi-dump.xml",
+        "nccl-issue2397-icx-a100pcie-cx6dx-roce-host1.xml"}) {
+    seeds.push_back(dir + name);
+  }
+  expectAgreementOnMutants(seeds, 20260611);
+}
+
+TEST(Differential, ReaderAndValidatorAgreeOnOurOwnFiles) {
+  // Our writer's goldens: present in every checkout.
+  std::vector<std::string> seeds;
+  for (const char* name :
+       {"bare-metal-switches.xml", "dual-port-nic.xml", "flat-kvm.xml", "rails.xml"}) {
+    seeds.push_back(std::string(PILOT_GOLDEN_DIR) + "/" + name);
+  }
+  expectAgreementOnMutants(seeds, 20261201);
 }
 
 }  // namespace

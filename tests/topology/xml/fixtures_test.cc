@@ -1,6 +1,6 @@
-// The real NCCL topology files in ../shared/fixtures/topo/nccl-xml: NCCL loads every one of
-// them, so our validator (NCCL mode) and reader must too, and what we write from them must keep
-// their GPUs, NIC endpoints and switch structure.
+// The real NCCL topology files in ../shared/fixtures/topo/nccl-xml (skipped without them): NCCL
+// loads every one of them, so our validator (NCCL mode) and reader must too, and what we write from
+// them must keep their GPUs, NIC endpoints and switch structure.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,11 +12,12 @@
 #include "golden.h"
 #include "nccl_rules.h"
 #include "pilot/topology/nccl_xml.h"
+#include "published_fixture.h"
 
 namespace pilot::topology {
 namespace {
 
-const std::string kDir = std::string(PILOT_SHARED_FIXTURES) + "/topo/nccl-xml";
+const std::string kDir = testsupport::sharedFixture("topo/nccl-xml");
 
 const std::vector<std::string> kFiles = {
     "aws-g5.48xl-topo.xml",
@@ -71,6 +72,7 @@ std::string fixture(const std::string& name) {
 }
 
 TEST(NcclXmlFixtures, ListIsComplete) {
+  PILOT_REQUIRE_FIXTURE(kDir);
   std::vector<std::string> found;
   for (const auto& entry : std::filesystem::directory_iterator(kDir)) {
     if (entry.path().extension() == ".xml") found.push_back(entry.path().filename().string());
@@ -82,6 +84,7 @@ TEST(NcclXmlFixtures, ListIsComplete) {
 class NcclXmlFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NcclXmlFixture, NcclAcceptsItSoDoTheValidatorAndTheReader) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/" + GetParam());
   const std::string text = fixture(GetParam());
   EXPECT_EQ(test::checkNcclRules(text, test::RulesMode::Nccl), std::vector<std::string>{});
   Expected<Machine> m = readNcclXml(text, GetParam());
@@ -92,6 +95,7 @@ TEST_P(NcclXmlFixture, NcclAcceptsItSoDoTheValidatorAndTheReader) {
 }
 
 TEST_P(NcclXmlFixture, SurvivesReadWriteRead) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/" + GetParam());
   Expected<Machine> first = readNcclXml(fixture(GetParam()), GetParam());
   ASSERT_TRUE(first.ok()) << first.error();
   Expected<std::string> xml = writeNcclXml(*first);
@@ -128,6 +132,7 @@ Machine readFixture(const std::string& name) {
 }
 
 TEST(NcclXmlFixtures, AzureNdv4FakeSwitchesPairEachGpuWithANic) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/azure-ndv4-topo.xml");
   const Machine m = readFixture("azure-ndv4-topo.xml");
   EXPECT_EQ(m.cpus.size(), 4u);
   EXPECT_EQ(m.cpus[1].vendor, "AuthenticAMD");
@@ -146,6 +151,7 @@ TEST(NcclXmlFixtures, AzureNdv4FakeSwitchesPairEachGpuWithANic) {
 }
 
 TEST(NcclXmlFixtures, IbmDumpCarriesGpuAndNetFacts) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/ibmcloud-gx3d-h100-vsi-dump.xml");
   const Machine m = readFixture("ibmcloud-gx3d-h100-vsi-dump.xml");
   ASSERT_EQ(m.gpus.size(), 8u);
   ASSERT_EQ(m.nics.size(), 8u);
@@ -162,6 +168,7 @@ TEST(NcclXmlFixtures, IbmDumpCarriesGpuAndNetFacts) {
 }
 
 TEST(NcclXmlFixtures, Issue2397DualPortSharesOnePciDevice) {
+  PILOT_REQUIRE_FIXTURE(kDir + "/nccl-issue2397-icx-a100pcie-cx6dx-roce-host1.xml");
   const Machine m = readFixture("nccl-issue2397-icx-a100pcie-cx6dx-roce-host1.xml");
   ASSERT_EQ(m.nics.size(), 2u);
   EXPECT_EQ(m.nics[0].pci, m.nics[1].pci);
@@ -173,6 +180,7 @@ TEST(NcclXmlFixtures, Issue2397DualPortSharesOnePciDevice) {
 }
 
 TEST(NcclXmlFixtures, AwsSkeletonsHaveClasslessNodes) {
+  PILOT_REQUIRE_FIXTURE(kDir);
   const Machine p5 = readFixture("aws-p5.48xl-topo.xml");
   int switches = 0, endpoints = 0;
   for (const PciNode& p : p5.pci) (p.kind == PciKind::Switch ? switches : endpoints)++;

@@ -1,5 +1,6 @@
-// Golden pairs and XML: hand-built machines, and the hwloc fixtures through detection (hwloc
-// loaded with dlopen, as the plugin does). tests/topology/golden/README.md says how to update.
+// Golden pairs and XML: hand-built machines, our own hwloc export, and the published hwloc
+// fixtures through detection (hwloc loaded with dlopen, as the plugin does).
+// tests/topology/golden/README.md says how to update.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "pilot/topology/affinity.h"
 #include "pilot/topology/nccl_xml.h"
 #include "pilot/topology/sources.h"
+#include "published_fixture.h"
 
 namespace pilot::topology {
 namespace {
@@ -63,13 +65,23 @@ std::string testName(const ::testing::TestParamInfo<std::string>& param) {
 INSTANTIATE_TEST_SUITE_P(Machines, HandBuiltGolden, ::testing::ValuesIn(handBuiltNames()),
                          testName);
 
-/// A hwloc fixture through detectMachine, or a skip while detection cannot run here.
-Expected<Machine> detectFixture(const std::string& name) {
+/// A published hwloc fixture (../shared/fixtures/topo/hwloc/NAME.xml).
+std::string hwlocFixture(const std::string& name) {
+  return testsupport::sharedFixture("topo/hwloc/" + name + ".xml");
+}
+
+/// Our own hwloc export (tests/topology/data/hwloc/NAME.xml).
+std::string ownHwlocXml(const std::string& name) {
+  return std::string(PILOT_TOPOLOGY_DATA) + "/hwloc/" + name + ".xml";
+}
+
+/// An hwloc export through detectMachine, or a skip while detection cannot run here.
+Expected<Machine> detectHwlocXml(const std::string& path, const std::string& name) {
   std::string why;
   std::shared_ptr<const HwlocLibrary> hwloc = loadHwlocDynamic(&why);
   if (!hwloc) return Error{"skip: hwloc cannot be loaded: " + why};
   DetectOptions options;
-  options.hwlocXml = std::string(PILOT_SHARED_FIXTURES) + "/topo/hwloc/" + name + ".xml";
+  options.hwlocXml = path;
   Expected<Machine> m = detectMachine(options, hwloc);
   if (!m.ok() && m.error().find("not implemented") != std::string::npos) {
     return Error{"skip: " + m.error()};
@@ -81,7 +93,8 @@ Expected<Machine> detectFixture(const std::string& name) {
 class HwlocGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HwlocGolden, PairsAndXml) {
-  Expected<Machine> m = detectFixture(GetParam());
+  PILOT_REQUIRE_FIXTURE(hwlocFixture(GetParam()));
+  Expected<Machine> m = detectHwlocXml(hwlocFixture(GetParam()), GetParam());
   if (!m.ok() && m.error().rfind("skip: ", 0) == 0) GTEST_SKIP() << m.error();
   ASSERT_TRUE(m.ok()) << m.error();
   expectPipelineGoldens(GetParam(), *m);
@@ -92,8 +105,18 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, HwlocGolden,
                                            "hwloc-supermicro-x9drg-wholeio"),
                          testName);
 
+TEST(HwlocGoldenOwn, BareMetalTwoSocketExport) {
+  // Runs in every checkout: our own export of the recorded bare-metal tree.
+  const std::string name = "baremetal-2gpu-2nic-switch";
+  Expected<Machine> m = detectHwlocXml(ownHwlocXml(name), "hwloc-" + name);
+  if (!m.ok() && m.error().rfind("skip: ", 0) == 0) GTEST_SKIP() << m.error();
+  ASSERT_TRUE(m.ok()) << m.error();
+  expectPipelineGoldens("hwloc-" + name, *m);
+}
+
 TEST(HwlocFixtures, JuwelsBoosterPairsEachA100WithTheHdrNicOnItsSwitch) {
-  Expected<Machine> detected = detectFixture("hwloc-jwb0004");
+  PILOT_REQUIRE_FIXTURE(hwlocFixture("hwloc-jwb0004"));
+  Expected<Machine> detected = detectHwlocXml(hwlocFixture("hwloc-jwb0004"), "hwloc-jwb0004");
   if (!detected.ok() && detected.error().rfind("skip: ", 0) == 0) {
     GTEST_SKIP() << detected.error();
   }

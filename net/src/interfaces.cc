@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "pilot/core/nccl_list.h"
 #include "pilot/core/text.h"
 
 namespace pilot::net {
@@ -28,8 +29,8 @@ bool usable(const InterfaceAddress& a, int family) {
   return true;
 }
 
-std::vector<NetInterface> pick(const std::vector<InterfaceAddress>& all,
-                               const InterfaceFilter& filter, int family, size_t maxInterfaces) {
+std::vector<NetInterface> pick(const std::vector<InterfaceAddress>& all, const NcclNameList& filter,
+                               int family, size_t maxInterfaces) {
   std::vector<NetInterface> out;
   for (const InterfaceAddress& a : all) {
     if (out.size() >= maxInterfaces) break;
@@ -73,33 +74,6 @@ std::string SocketAddress::toString() const {
   return out;
 }
 
-InterfaceFilter InterfaceFilter::parse(const std::string& spec) {
-  InterfaceFilter filter;
-  std::string_view rest = spec;
-  if (!rest.empty() && rest.front() == '^') {
-    filter.exclude = true;
-    rest.remove_prefix(1);
-  }
-  if (!rest.empty() && rest.front() == '=') {
-    filter.exact = true;
-    rest.remove_prefix(1);
-  }
-  for (std::string_view entry : text::split(rest, ',')) {
-    // NCCL's list entries are prefix[:port]; a port means nothing for IP interfaces.
-    std::string_view name = text::trim(entry.substr(0, entry.find(':')));
-    if (!name.empty()) filter.names.emplace_back(name);
-  }
-  return filter;
-}
-
-bool InterfaceFilter::matches(const std::string& name) const {
-  bool listed = names.empty();  // NCCL: an empty list matches everything
-  for (const std::string& n : names) {
-    if (exact ? name == n : name.compare(0, n.size(), n) == 0) listed = true;
-  }
-  return listed != exclude;
-}
-
 Expected<int> socketFamilyFromEnv(const EnvLookup& env) {
   auto value = readText(env, kFamilyVar);
   if (!value) return AF_UNSPEC;
@@ -112,10 +86,10 @@ std::vector<NetInterface> selectInterfaces(const std::vector<InterfaceAddress>& 
                                            const std::optional<std::string>& ifnameSpec, int family,
                                            size_t maxInterfaces) {
   if (ifnameSpec && ifnameSpec->size() > 1) {  // NCCL ignores a one-character value
-    return pick(all, InterfaceFilter::parse(*ifnameSpec), family, maxInterfaces);
+    return pick(all, NcclNameList::parse(*ifnameSpec), family, maxInterfaces);
   }
   for (const char* spec : {"ib", "^docker,lo,virbr", "docker", "lo", "virbr"}) {
-    auto found = pick(all, InterfaceFilter::parse(spec), family, maxInterfaces);
+    auto found = pick(all, NcclNameList::parse(spec), family, maxInterfaces);
     if (!found.empty()) return found;
   }
   return {};

@@ -7,6 +7,7 @@ set -euo pipefail
 src=${1:?usage: layout_test.sh SOURCE_DIR}
 doc=$src/docs/architecture.md
 
+# shellcheck disable=SC2016  # the backticks are the table's markdown, not a command
 mapfile -t named < <(sed -n 's/^| `\([A-Za-z0-9_.-]*\)\/` |.*/\1/p' "$doc" | sort -u)
 mapfile -t present < <(cd "$src" && git ls-files --cached --others --exclude-standard 2>/dev/null | sed -n 's|^\([^/.][^/]*\)/.*|\1|p' | sort -u)
 if ((${#present[@]} == 0)); then  # not a git checkout (an exported tarball)

@@ -44,15 +44,6 @@ struct InterfaceAddress {
   SocketAddress address;
 };
 
-/// Parsed NCCL_SOCKET_IFNAME.
-struct InterfaceFilter {
-  bool exclude = false;
-  bool exact = false;
-  std::vector<std::string> names;
-  static InterfaceFilter parse(const std::string& spec);
-  bool matches(const std::string& name) const;
-};
-
 /// AF_INET, AF_INET6 or AF_UNSPEC (both) from NCCL_SOCKET_FAMILY; anything else is an error.
 Expected<int> socketFamilyFromEnv(const EnvLookup& env);
 

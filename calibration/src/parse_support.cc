@@ -64,14 +64,8 @@ CleanLine cleanLine(std::string_view raw) {
 
 std::optional<double> parseNumber(std::string_view s) {
   s = text::trim(s);
-  if (s.empty() || s.size() > 64) return std::nullopt;
-  char buffer[65];
-  s.copy(buffer, s.size());
-  buffer[s.size()] = '\0';
-  char* end = nullptr;
-  double v = std::strtod(buffer, &end);
-  if (end != buffer + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
+  if (s.size() > 64) return std::nullopt;
+  return text::parseDecimal(s);
 }
 
 std::optional<std::string> collectiveFromProgram(std::string_view program) {

@@ -1,7 +1,10 @@
 #include "pilot/core/text.h"
 
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <limits>
+#include <system_error>
 
 namespace pilot::text {
 
@@ -139,6 +142,24 @@ std::string escapeXml(std::string_view s) {
     }
   }
   return out;
+}
+
+std::optional<double> parseDecimal(std::string_view s) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  if (s.empty() || s.front() == '+' || s.front() == ' ') return std::nullopt;
+  double value = 0;
+  const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (error != std::errc() || end != s.data() + s.size() || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::string formatDecimal(double value) {
+  char buffer[64];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  if (error != std::errc()) return "nan";
+  return std::string(buffer, end);
 }
 
 }  // namespace pilot::text

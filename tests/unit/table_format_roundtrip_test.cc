@@ -41,6 +41,15 @@ TEST(TableFormatRoundTrip, ParsedRules) {
       "allreduce size=1536K..1537K channels=1",
       "all_reduce SIZE=4KiB..16MiB ALGO=Ring|Tree",
       "reduce_scatter per-rank",
+      "allreduce fabric=ib nccl=2.28",
+      "allreduce fabric=ROCE|Ethernet nccl=2.28-2.30 algo=tree",
+      "allreduce nccl=2.28.3-2.30.7 fabric=*",
+      "allreduce nccl=2.29- fabric=infiniband",
+      "allreduce nccl=-2.27",
+      "allreduce nccl=2.28.9",
+      "allreduce nccl=2.28.0",
+      "allreduce size=64K..1M algo=tree expect=64K:12.5|128K:14.25|1M:0.1",
+      "allgather size=..256K per-rank expect=4K:3.3333333333333335|256K:1e+11",
   };
   for (const char* line : lines) {
     Rule first = parseOne(line);
@@ -50,6 +59,16 @@ TEST(TableFormatRoundTrip, ParsedRules) {
     // Formatting is canonical: a second round gives the same text.
     EXPECT_EQ(formatRule(second), text);
   }
+}
+
+TEST(TableFormatRoundTrip, CanonicalTextOfFabricNcclAndExpect) {
+  EXPECT_EQ(formatRule(parseOne("allreduce nccl=2.28 fabric=IB|infiniband")),
+            "allreduce fabric=ib nccl=2.28");
+  EXPECT_EQ(formatRule(parseOne("allreduce nccl=2.28-2.30.7")), "allreduce nccl=2.28-2.30.7");
+  EXPECT_EQ(formatRule(parseOne("allreduce nccl=2.28.9")), "allreduce nccl=2.28.9");
+  EXPECT_EQ(formatRule(parseOne("allreduce nccl=2.29-")), "allreduce nccl=2.29-");
+  EXPECT_EQ(formatRule(parseOne("allreduce expect=65536:12.50|1048576:80")),
+            "allreduce expect=64K:12.5|1M:80");
 }
 
 TEST(TableFormatRoundTrip, CanonicalText) {

@@ -161,7 +161,7 @@ TEST(TableParserErrors, UnknownKey) {
   EXPECT_TRUE(contains(m, "unknown key 'colour'")) << m;
   EXPECT_TRUE(contains(m,
                        "size, algo, proto, nodes, ranks, rpn, pipeops, regbuff, channels, "
-                       "chunk, per-rank"))
+                       "chunk, fabric, nccl, expect, per-rank"))
       << m;
 }
 
@@ -568,6 +568,56 @@ TEST(TableParserNative, KeysAreCaseInsensitive) {
   EXPECT_EQ(r.algorithms, bit(Algorithm::Ring));
   EXPECT_EQ(r.protocols, bit(Protocol::Simple));
   EXPECT_EQ(r.channels, 4);
+}
+
+TEST(TableParserNative, FabricKey) {
+  EXPECT_EQ(parseOne("allreduce fabric=ib").fabrics, bit(Fabric::InfiniBand));
+  EXPECT_EQ(parseOne("allreduce fabric=RoCE|ethernet").fabrics,
+            bit(Fabric::RoCE) | bit(Fabric::Ethernet));
+  EXPECT_EQ(parseOne("allreduce fabric=*").fabrics, 0);
+  EXPECT_EQ(parseOne("allreduce").fabrics, 0);
+  std::string m = parseError("allreduce fabric=omnipath");
+  EXPECT_EQ(m, "fabric: unknown fabric 'omnipath' (expected ib, roce, ethernet)");
+  EXPECT_EQ(parseError("allreduce fabric=ib fabric=roce"), "key 'fabric' given twice");
+}
+
+TEST(TableParserNative, NcclVersionKey) {
+  const Range one = parseOne("allreduce nccl=2.28").ncclVersions;
+  EXPECT_EQ(one.lo, 22800u);
+  EXPECT_EQ(one.hi, 22899u);
+  const Range span = parseOne("allreduce nccl=2.28-2.30").ncclVersions;
+  EXPECT_EQ(span.lo, 22800u);
+  EXPECT_EQ(span.hi, 23099u);
+  const Range patch = parseOne("allreduce nccl=2.28.3-2.30.7").ncclVersions;
+  EXPECT_EQ(patch.lo, 22803u);
+  EXPECT_EQ(patch.hi, 23007u);
+  EXPECT_EQ(parseOne("allreduce nccl=2.29-").ncclVersions.lo, 22900u);
+  EXPECT_TRUE(parseOne("allreduce nccl=2.29-").ncclVersions.contains(99999999u));
+  EXPECT_EQ(parseOne("allreduce nccl=-2.27").ncclVersions.lo, 0u);
+  EXPECT_EQ(parseOne("allreduce nccl=-2.27").ncclVersions.hi, 22799u);
+  EXPECT_TRUE(parseOne("allreduce nccl=*").ncclVersions.any());
+  for (const char* bad : {"2", "2.x", "2.28.1.4", "3.100", "0.9", "2.28-2.27", "-", ".28"}) {
+    EXPECT_NE(parseError(std::string("allreduce nccl=") + bad).find("nccl: "), std::string::npos)
+        << bad;
+  }
+}
+
+TEST(TableParserNative, ExpectKey) {
+  const Rule r = parseOne("allreduce size=64K..1M expect=64K:12.5|1M:80");
+  ASSERT_EQ(r.expected.size(), 2u);
+  EXPECT_EQ(r.expected[0].bytes, 64u << 10);
+  EXPECT_DOUBLE_EQ(r.expected[0].microseconds, 12.5);
+  EXPECT_EQ(r.expected[1].bytes, 1u << 20);
+  EXPECT_DOUBLE_EQ(r.expected[1].microseconds, 80.0);
+  EXPECT_NE(parseError("allreduce expect=64K").find("is not SIZE:MICROSECONDS"), std::string::npos);
+  EXPECT_NE(parseError("allreduce expect=64K:0").find("is not a time"), std::string::npos);
+  EXPECT_NE(parseError("allreduce expect=64K:nan").find("is not a time"), std::string::npos);
+  EXPECT_NE(parseError("allreduce expect=64K:-1").find("is not a time"), std::string::npos);
+  EXPECT_NE(parseError("allreduce expect=1M:5|64K:2").find("ascending"), std::string::npos);
+  EXPECT_NE(parseError("allreduce expect=1Q:5").find("not a byte count"), std::string::npos);
+  std::string many = "allreduce expect=";
+  for (int i = 1; i <= 65; ++i) many += (i > 1 ? "|" : "") + std::to_string(i) + ":1";
+  EXPECT_NE(parseError(many).find("more than 64 points"), std::string::npos);
 }
 
 // ---- files -------------------------------------------------------------------------------

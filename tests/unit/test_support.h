@@ -152,6 +152,14 @@ inline void expectSameRule(const tuner::Rule& a, const tuner::Rule& b, const std
   EXPECT_EQ(a.protocols, b.protocols);
   EXPECT_EQ(a.channels, b.channels);
   EXPECT_EQ(a.chunkBytes, b.chunkBytes);
+  EXPECT_EQ(a.fabrics, b.fabrics);
+  EXPECT_EQ(a.ncclVersions.lo, b.ncclVersions.lo);
+  EXPECT_EQ(a.ncclVersions.hi, b.ncclVersions.hi);
+  ASSERT_EQ(a.expected.size(), b.expected.size());
+  for (size_t i = 0; i < a.expected.size(); ++i) {
+    EXPECT_EQ(a.expected[i].bytes, b.expected[i].bytes);
+    EXPECT_EQ(a.expected[i].microseconds, b.expected[i].microseconds);
+  }
 }
 
 /// An NCCL cost table float[numAlgo][numProto] followed by guard cells that nothing may touch.

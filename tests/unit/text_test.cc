@@ -208,5 +208,25 @@ TEST(Case, EqualsIgnoreCaseAndToLower) {
   EXPECT_EQ(toLower("AllReduce LL128"), "allreduce ll128");
 }
 
+TEST(Decimal, ParsesFiniteNumbersOnly) {
+  EXPECT_EQ(parseDecimal("12.5"), 12.5);
+  EXPECT_EQ(parseDecimal("+3"), 3.0);
+  EXPECT_EQ(parseDecimal("-0.25"), -0.25);
+  EXPECT_EQ(parseDecimal("1e-3"), 1e-3);
+  for (const char* bad :
+       {"", "+", "++1", " 1", "1 ", "1,5", "nan", "inf", "1e999", "0x10", "abc"}) {
+    EXPECT_EQ(parseDecimal(bad), std::nullopt) << "'" << bad << "'";
+  }
+}
+
+TEST(Decimal, FormatIsShortestAndRoundTrips) {
+  EXPECT_EQ(formatDecimal(12.5), "12.5");
+  EXPECT_EQ(formatDecimal(80.0), "80");
+  EXPECT_EQ(formatDecimal(0.1), "0.1");
+  for (double v : {1.0 / 3.0, 6.02214076e23, 5e-324, 123456.789}) {
+    EXPECT_EQ(parseDecimal(formatDecimal(v)), v) << formatDecimal(v);
+  }
+}
+
 }  // namespace
 }  // namespace pilot::text

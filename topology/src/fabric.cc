@@ -1,7 +1,6 @@
 #include "pilot/topology/fabric.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "pilot/core/nccl_list.h"
 #include "pilot/core/text.h"
@@ -13,12 +12,6 @@ constexpr const char* kInfiniband = "/sys/class/infiniband";
 constexpr const char* kIbDisable = "NCCL_IB_DISABLE";
 constexpr const char* kIbHca = "NCCL_IB_HCA";
 constexpr const char* kNcclNet = "NCCL_NET";
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 /// "4: ACTIVE" -> "ACTIVE", "5: LinkUp" -> "LinkUp".
 std::string afterColon(const std::string& value) {
@@ -34,26 +27,6 @@ std::string describe(const RdmaPort& p) {
 }
 
 }  // namespace
-
-const char* fabricName(Fabric fabric) {
-  switch (fabric) {
-    case Fabric::InfiniBand:
-      return "ib";
-    case Fabric::RoCE:
-      return "roce";
-    case Fabric::Ethernet:
-      return "ethernet";
-  }
-  return "ethernet";
-}
-
-std::optional<Fabric> parseFabric(std::string_view name) {
-  const std::string n = lower(text::trim(name));
-  if (n == "ib" || n == "infiniband") return Fabric::InfiniBand;
-  if (n == "roce") return Fabric::RoCE;
-  if (n == "ethernet" || n == "eth") return Fabric::Ethernet;
-  return std::nullopt;
-}
 
 std::vector<RdmaPort> listRdmaPorts(const SysfsRoot& sysfs) {
   std::vector<RdmaPort> out;
@@ -91,7 +64,7 @@ FabricChoice chooseFabric(const std::vector<RdmaPort>& ports, const EnvLookup& e
   }
   // NCCL_NET names the one network NCCL may use; anything but IB keeps IB out.
   if (auto net = readText(env, kNcclNet)) {
-    if (!net->empty() && lower(*net) != "ib") {
+    if (!net->empty() && !text::equalsIgnoreCase(*net, "ib")) {
       choice.why = std::string(kNcclNet) + "=" + *net + ": NCCL does not use its IB transport";
       return choice;
     }

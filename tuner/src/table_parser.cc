@@ -104,6 +104,76 @@ int parseRegBuff(std::string_view s) {
   fail("regbuff: " + quoted(s) + " is not -1, 0 or 1");
 }
 
+FabricMask parseFabrics(std::string_view s) {
+  if (isWildcard(s)) return 0;
+  FabricMask mask = 0;
+  for (std::string_view name : text::split(s, '|')) {
+    auto f = parseFabric(text::trim(name));
+    if (!f) fail("fabric: unknown fabric " + quoted(name) + " (expected ib, roce, ethernet)");
+    mask |= bit(*f);
+  }
+  return mask;
+}
+
+/// "2.28" -> [2.28.0, 2.28.99] (or its lower end alone: `upper` false); "2.28.9" -> 2.28.9.
+uint64_t parseVersionEnd(std::string_view s, bool upper) {
+  std::vector<std::string_view> parts = text::split(s, '.');
+  std::optional<uint64_t> n[3];
+  const bool shapeOk = parts.size() == 2 || parts.size() == 3;
+  for (size_t i = 0; shapeOk && i < parts.size(); ++i) n[i] = text::parseUnsigned(parts[i]);
+  if (!shapeOk || !n[0] || !n[1] || (parts.size() == 3 && !n[2]) || *n[0] == 0 || *n[0] > 99 ||
+      *n[1] > 99 || (n[2] && *n[2] > 99)) {
+    fail("nccl: " + quoted(s) + " is not a version like 2.28 or 2.28.9");
+  }
+  const uint64_t patch = parts.size() == 3 ? *n[2] : (upper ? 99 : 0);
+  return ncclVersionCode(static_cast<unsigned>(*n[0]), static_cast<unsigned>(*n[1]),
+                         static_cast<unsigned>(patch));
+}
+
+/// "2.28", "2.28-2.30", "2.28.3-2.30", "2.29-" (and up), "-2.30" (up to), "*".
+Range parseVersions(std::string_view s) {
+  if (isWildcard(s)) return Range{};
+  Range r;
+  const size_t dash = s.find('-');
+  if (dash == std::string_view::npos) {
+    r.lo = parseVersionEnd(s, false);
+    r.hi = parseVersionEnd(s, true);
+  } else {
+    std::string_view lo = s.substr(0, dash), hi = s.substr(dash + 1);
+    if (lo.empty() && hi.empty()) fail("nccl: empty range '-'");
+    if (!lo.empty()) r.lo = parseVersionEnd(lo, false);
+    if (!hi.empty()) r.hi = parseVersionEnd(hi, true);
+  }
+  if (r.lo > r.hi) fail("nccl: lower version is above the upper one in " + quoted(s));
+  return r;
+}
+
+/// "64K:12.5|128K:14.25": sizes strictly ascending, times in microseconds, positive.
+std::vector<ExpectedTime> parseExpected(std::string_view s) {
+  std::vector<ExpectedTime> points;
+  for (std::string_view item : text::split(s, '|')) {
+    const size_t colon = item.find(':');
+    if (colon == std::string_view::npos) {
+      fail("expect: " + quoted(item) + " is not SIZE:MICROSECONDS (e.g. 64K:12.5)");
+    }
+    ExpectedTime p;
+    p.bytes = parseBound(item.substr(0, colon), true, "expect");
+    std::optional<double> us = text::parseDecimal(item.substr(colon + 1));
+    if (!us || *us <= 0 || *us > 1e12) {
+      fail("expect: " + quoted(item.substr(colon + 1)) + " is not a time in microseconds");
+    }
+    p.microseconds = *us;
+    if (!points.empty() && p.bytes <= points.back().bytes) {
+      fail("expect: sizes must be ascending, " + quoted(item) + " is not");
+    }
+    if (points.size() == kMaxExpectedTimes) {
+      fail("expect: more than " + std::to_string(kMaxExpectedTimes) + " points");
+    }
+    points.push_back(p);
+  }
+  return points;
+}
+
 /// A count key of the example CSV: -1 = any, else a positive number.
 Range parseCsvCount(std::string_view s, std::string_view key) {
   if (isWildcard(s)) return Range{};
@@ -187,10 +257,16 @@ Rule parseNativeLine(std::string_view line) {
       if (r.chunkBytes == 0 || r.chunkBytes > kMaxChunkBytes) {
         fail("chunk: " + quoted(value) + " is not between 1 and 1G");
       }
+    } else if (key == "fabric") {
+      once(11, key), r.fabrics = parseFabrics(value);
+    } else if (key == "nccl") {
+      once(12, key), r.ncclVersions = parseVersions(value);
+    } else if (key == "expect") {
+      once(13, key), r.expected = parseExpected(value);
     } else {
       fail("unknown key " + quoted(key) +
            " (expected size, algo, proto, nodes, ranks, rpn, pipeops, regbuff, channels, chunk, "
-           "per-rank)");
+           "fabric, nccl, expect, per-rank)");
     }
   }
   return r;
@@ -306,6 +382,33 @@ std::string formatRule(const Rule& r) {
   if (r.regBuff >= 0) os << " regbuff=" << r.regBuff;
   if (r.channels > 0) os << " channels=" << r.channels;
   if (r.chunkBytes > 0) os << " chunk=" << text::formatBytes(r.chunkBytes);
+  mask("fabric", r.fabrics, kNumFabrics, [](int i) { return fabricName(static_cast<Fabric>(i)); });
+  if (!r.ncclVersions.any()) {
+    auto version = [](uint64_t code, bool upper) {
+      const uint64_t patch = code % 100;
+      std::string v = std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100);
+      if (patch != (upper ? 99u : 0u)) v += "." + std::to_string(patch);
+      return v;
+    };
+    const Range& v = r.ncclVersions;
+    os << " nccl=";
+    if (v.lo / 100 == v.hi / 100 && v.lo % 100 == 0 && v.hi % 100 == 99) {
+      os << version(v.lo, false);
+    } else if (v.lo == v.hi) {
+      os << version(v.lo, false) << (v.lo % 100 == 0 ? ".0" : "");
+    } else {
+      os << (v.lo == 0 ? "" : version(v.lo, false)) << '-'
+         << (v.hi == kAny ? "" : version(v.hi, true));
+    }
+  }
+  if (!r.expected.empty()) {
+    os << " expect=";
+    const char* sep = "";
+    for (const ExpectedTime& p : r.expected) {
+      os << sep << text::formatBytes(p.bytes) << ':' << text::formatDecimal(p.microseconds);
+      sep = "|";
+    }
+  }
   return os.str();
 }
 

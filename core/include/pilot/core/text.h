@@ -25,6 +25,11 @@ std::optional<int64_t> parseSigned(std::string_view s);
 std::optional<uint64_t> parseBytes(std::string_view s);
 /// Formats a byte count the way parseBytes reads it back (exact: 4K, 1536, 16G).
 std::string formatBytes(uint64_t bytes);
+/// A finite decimal number ("12.5", "-3", "1e-3", an optional leading '+'), whatever the
+/// process locale (libraries inside a job must not depend on LC_NUMERIC); nothing else.
+std::optional<double> parseDecimal(std::string_view s);
+/// The shortest text parseDecimal reads back as exactly `value` ("12.5", "0.1", "3e+20").
+std::string formatDecimal(double value);
 
 /// Escapes & < > " ' for XML and HTML text and double- or single-quoted attribute values. The
 /// apostrophe becomes &#39;, which XML and every HTML version read (&apos; is not HTML 4).

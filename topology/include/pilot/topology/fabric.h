@@ -7,24 +7,13 @@
 
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "pilot/core/config.h"
+#include "pilot/core/fabric.h"
 #include "pilot/topology/sources.h"
 
 namespace pilot::topology {
-
-enum class Fabric {
-  InfiniBand,  ///< NCCL's IB transport over an InfiniBand link layer
-  RoCE,        ///< NCCL's IB transport over an Ethernet link layer (RoCE)
-  Ethernet,    ///< no usable RDMA: TCP sockets (NCCL's Socket transport, or ours)
-};
-
-/// "ib", "roce", "ethernet": the spelling of the table's `fabric=` key and of log lines.
-const char* fabricName(Fabric fabric);
-/// Inverse of fabricName (case-insensitive; also "infiniband", "eth").
-std::optional<Fabric> parseFabric(std::string_view name);
 
 /// One port of an RDMA device:
 /// /sys/class/infiniband/DEV/ports/N/{state,phys_state,link_layer,rate}.

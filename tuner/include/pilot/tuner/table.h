@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "pilot/core/fabric.h"
 #include "pilot/tuner/names.h"
 
 namespace pilot::tuner {
@@ -39,6 +40,24 @@ constexpr CollMask bit(Collective c) {
   return static_cast<CollMask>(1u << static_cast<int>(c));
 }
 constexpr CollMask kAllCollectives = (1u << kNumCollectives) - 1;
+using FabricMask = uint8_t;
+constexpr FabricMask bit(Fabric f) {
+  return static_cast<FabricMask>(1u << static_cast<int>(f));
+}
+
+/// NCCL's version code: major * 10000 + minor * 100 + patch (2.28.9 = 22809), as ncclGetVersion
+/// reports it for every release since 2.9.
+constexpr uint64_t ncclVersionCode(unsigned major, unsigned minor, unsigned patch = 0) {
+  return major * 10000ull + minor * 100ull + patch;
+}
+
+/// One calibrated point of a rule (`expect=SIZE:MICROSECONDS`): the time per operation `fit`
+/// measured for the rule's choice at that size (on the rule's size axis: per-rank bytes when
+/// the rule is per-rank). Monitoring compares live times with these.
+struct ExpectedTime {
+  uint64_t bytes = 0;
+  double microseconds = 0;
+};
 
 struct Rule {
   CollMask collectives = 0;
@@ -46,6 +65,11 @@ struct Rule {
   bool perRankSize = false;  ///< AllGather/ReduceScatter: size is nBytes / nRanks
   Range nodes, ranks, ranksPerNode, pipeOps;
   int regBuff = -1;  ///< -1 any, 0 or 1
+  /// Where the rule holds beyond the communicator's shape, fixed for the whole process (so the
+  /// same on every rank of a homogeneous job): the fabric NCCL's data crosses (0 = any;
+  /// topology/fabric.h decides it) and the running NCCL's version code (any by default).
+  FabricMask fabrics = 0;
+  Range ncclVersions;
 
   /// The choice. 0 = not named. One bit in each = select that cell; anything else restricts
   /// NCCL's own choice to the named algorithms x protocols (as NCCL_ALGO/NCCL_PROTO would).
@@ -53,6 +77,10 @@ struct Rule {
   ProtoMask protocols = 0;
   int channels = 0;         ///< 0 = keep NCCL's channel count
   uint64_t chunkBytes = 0;  ///< 0 = keep NCCL's chunk size (tuner ABI v6)
+
+  /// Calibrated time per operation at sizes inside the rule's band, ascending by size; empty
+  /// when the table does not say. Never changes a decision.
+  std::vector<ExpectedTime> expected;
 
   int line = 0;  ///< 1-based line in the source file
 
@@ -81,6 +109,7 @@ constexpr size_t kMaxTableBytes = 64u << 20;
 constexpr size_t kMaxLineBytes = 4096;
 constexpr int kMaxChannels = 64;  ///< NCCL's MAXCHANNELS
 constexpr uint64_t kMaxChunkBytes = 1ull << 30;
+constexpr size_t kMaxExpectedTimes = 64;  ///< points per `expect=` key
 
 /// Parses table text. Never throws on bad input: bad lines become diagnostics and are skipped.
 ParsedTable parseTable(std::string_view text, std::string source);

@@ -123,12 +123,21 @@ void expectVerifiedResults(const nlohmann::json& j, const std::vector<uint64_t>&
     const auto& r = j["results"][i];
     EXPECT_EQ(r["size"].get<uint64_t>(), sizes[i]);
     EXPECT_TRUE(r["verified"].get<bool>());
-    for (const char* key : {"bw_gbps", "lat_us_p50", "lat_us_p99"}) {
+    for (const char* key : {"bw_gbps", "lat_us_p50", "lat_us_p99", "cpu_ms_sender",
+                            "cpu_ms_receiver", "cpu_s_per_gb"}) {
       ASSERT_TRUE(r.contains(key)) << key;
       EXPECT_GE(r[key].get<double>(), 0) << key;
     }
     if (sizes[i] > 0) {
       EXPECT_GT(r["bw_gbps"].get<double>(), 0);
+    }
+    if (sizes[i] >= (uint64_t{1} << 20)) {
+      // Moving 20 MiB and checking every byte costs both processes CPU time: getrusage saw it.
+      EXPECT_GT(r["cpu_ms_sender"].get<double>(), 0);
+      EXPECT_GT(r["cpu_ms_receiver"].get<double>(), 0);
+      const double perGB = (r["cpu_ms_sender"].get<double>() + r["cpu_ms_receiver"].get<double>()) *
+                           1e6 / r["bytes"].get<double>();
+      EXPECT_NEAR(r["cpu_s_per_gb"].get<double>(), perGB, perGB * 1e-6);
     }
     EXPECT_LE(r["lat_us_p50"].get<double>(), r["lat_us_p99"].get<double>());
     EXPECT_EQ(r["bytes"].get<uint64_t>(), sizes[i] * r["iterations"].get<uint64_t>());

@@ -1,5 +1,7 @@
 #include "netbench/progress.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -125,6 +127,15 @@ std::string recvStuck(const std::vector<Stream>& streams, int slice) {
 
 }  // namespace
 
+int64_t processCpuNs() {
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  auto ns = [](const timeval& t) {
+    return static_cast<int64_t>(t.tv_sec) * 1000000000 + static_cast<int64_t>(t.tv_usec) * 1000;
+  };
+  return ns(usage.ru_utime) + ns(usage.ru_stime);
+}
+
 Expected<SendOutcome> runSendProgress(const ProgressSetup& s) {
   NetDriver& driver = s.endpoint->driver();
   const SizePlan& plan = *s.plan;
@@ -138,6 +149,7 @@ Expected<SendOutcome> runSendProgress(const ProgressSetup& s) {
   SendOutcome out;
   Watchdog watchdog(s);
   bool attrSet = false;
+  int64_t cpuStart = -1;
   size_t remaining = streams.size();
   while (remaining > 0) {
     bool progressed = false;
@@ -161,6 +173,7 @@ Expected<SendOutcome> runSendProgress(const ProgressSetup& s) {
         const uint64_t n = k.transmitted / slice;
         const SizePlan::Message m = plan.message(channel, n);
         if (started[c][slot] < 0) started[c][slot] = nowNs();
+        if (cpuStart < 0 && m.timed) cpuStart = processCpuNs();
         if (!attrSet) {
           s.endpoint->setNetAttr(s.endpoint->transferAttr(true, s.proto), false);
           attrSet = true;
@@ -200,6 +213,7 @@ Expected<SendOutcome> runSendProgress(const ProgressSetup& s) {
     }
     std::this_thread::yield();  // as NCCL's progress thread when no op progressed
   }
+  if (cpuStart >= 0) out.cpuNs = processCpuNs() - cpuStart;
   return out;
 }
 
@@ -227,6 +241,7 @@ Expected<RecvOutcome> runRecvProgress(const ProgressSetup& s, const std::functio
     warmupMessages += plan.messagesPerIteration(c) * plan.warmup();
   uint64_t consumed = 0;
   int64_t startNs = 0;
+  int64_t cpuStart = 0;
 
   RecvOutcome out;
   Watchdog watchdog(s);
@@ -261,7 +276,10 @@ Expected<RecvOutcome> runRecvProgress(const ProgressSetup& s, const std::functio
     if (!announced) {
       announced = true;
       posted();
-      if (warmupMessages == 0) startNs = nowNs();
+      if (warmupMessages == 0) {
+        startNs = nowNs();
+        cpuStart = processCpuNs();
+      }
     }
     if (progressed) {
       watchdog.progressed();
@@ -334,7 +352,10 @@ Expected<RecvOutcome> runRecvProgress(const ProgressSetup& s, const std::functio
           out.bytes += m.bytes;
           ++out.messages;
         }
-        if (++consumed == warmupMessages) startNs = nowNs();
+        if (++consumed == warmupMessages) {
+          startNs = nowNs();
+          cpuStart = processCpuNs();
+        }
         if (k.done == k.nsteps) {
           --remaining;
           break;
@@ -351,6 +372,7 @@ Expected<RecvOutcome> runRecvProgress(const ProgressSetup& s, const std::functio
     std::this_thread::yield();
   }
   out.elapsedNs = nowNs() - startNs;
+  out.cpuNs = processCpuNs() - cpuStart;
   return out;
 }
 

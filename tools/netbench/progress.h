@@ -35,6 +35,7 @@ struct ProgressSetup {
 
 struct SendOutcome {
   LatencyHistogram latency;  ///< timed messages: first isend attempt -> test() done
+  int64_t cpuNs = 0;  ///< this process's CPU time (every thread) from the first timed isend on
 };
 Expected<SendOutcome> runSendProgress(const ProgressSetup& setup);
 
@@ -42,11 +43,15 @@ struct RecvOutcome {
   uint64_t bytes = 0;     ///< timed payload consumed
   uint64_t messages = 0;  ///< timed messages consumed
   int64_t elapsedNs = 0;  ///< from the end of the warmup to the last message consumed
+  int64_t cpuNs = 0;      ///< this process's CPU time (every thread) over the same span
   uint64_t corruptMessages = 0;
   std::string firstCorruption;  ///< empty when every message verified
 };
 /// `posted` runs once, on this thread, after the first receives were posted.
 Expected<RecvOutcome> runRecvProgress(const ProgressSetup& setup,
                                       const std::function<void()>& posted);
+
+/// User + system CPU time of this process (all threads: the plugin's helpers count), in ns.
+int64_t processCpuNs();
 
 }  // namespace pilot::cli

@@ -73,18 +73,20 @@ void printHeader(std::ostream& out, const NetbenchRun& run) {
       << " warmup iterations\n"
       << "# GB/s: verified bytes / receiver time (1 GB = 1e9 B); p50/p99: per message, first "
          "isend -> test() done on the sender\n"
+      << "# cpu s/GB: CPU time of both processes (all threads, getrusage) per GB received\n"
       << "#\n"
-      << "#       size   iters     messages     time(ms)       GB/s    p50(us)    p99(us)  "
-         "verified\n";
+      << "#       size   iters     messages     time(ms)       GB/s    p50(us)    p99(us) "
+         "cpu s/GB  verified\n";
 }
 
 void printRow(std::ostream& out, const SizeResult& r) {
   char line[256];
-  std::snprintf(line, sizeof(line), "%12s %7llu %12llu %12s %10s %10s %10s  %s\n",
+  std::snprintf(line, sizeof(line), "%12s %7llu %12llu %12s %10s %10s %10s %8s  %s\n",
                 text::formatBytes(r.size).c_str(), static_cast<unsigned long long>(r.iterations),
                 static_cast<unsigned long long>(r.messages), fixed(r.timeMs, 2).c_str(),
                 fixed(r.gbps, 3).c_str(), fixed(r.latP50Us, 1).c_str(),
-                fixed(r.latP99Us, 1).c_str(), r.verified ? "yes" : "NO");
+                fixed(r.latP99Us, 1).c_str(), fixed(r.cpuSPerGB, 3).c_str(),
+                r.verified ? "yes" : "NO");
   out << line << std::flush;
 }
 
@@ -99,6 +101,9 @@ nlohmann::ordered_json resultsJson(const NetbenchRun& run, const std::vector<Siz
                        {"bw_gbps", r.gbps},
                        {"lat_us_p50", r.latP50Us},
                        {"lat_us_p99", r.latP99Us},
+                       {"cpu_ms_sender", r.cpuSenderMs},
+                       {"cpu_ms_receiver", r.cpuReceiverMs},
+                       {"cpu_s_per_gb", r.cpuSPerGB},
                        {"verified", r.verified}});
   }
   // In the order a reader wants them, not sorted.

@@ -40,6 +40,11 @@ struct SizeResult {
   double gbps = 0;          ///< bytes / time, 1 GB = 1e9 bytes
   double latP50Us = 0;      ///< sender: first isend attempt -> test() done, per message
   double latP99Us = 0;
+  /// CPU time (user + system, every thread) of each process while the timed messages moved,
+  /// and both together per GB of verified payload: what the transport costs the host.
+  double cpuSenderMs = 0;
+  double cpuReceiverMs = 0;
+  double cpuSPerGB = 0;
   bool verified = false;
 };
 

@@ -271,10 +271,16 @@ Status runSenderSide(const NetbenchOptions& opts, const NetPluginLibrary& lib, W
     if (!result.ok()) return fail("size " + text::formatBytes(size) + ": " + result.error());
 
     const std::string corruption = result->value("corruption", std::string());
-    const SizeResult row = makeSizeResult(
+    SizeResult row = makeSizeResult(
         size, plan.iterations(), result->value("messages", uint64_t{0}),
         result->value("bytes", uint64_t{0}), result->value("elapsed_ns", int64_t{0}),
         sent->latency.quantileNs(0.50), sent->latency.quantileNs(0.99), corruption.empty());
+    row.cpuSenderMs = static_cast<double>(sent->cpuNs) / 1e6;
+    row.cpuReceiverMs = static_cast<double>(result->value("cpu_ns", int64_t{0})) / 1e6;
+    // ms per byte * 1e9 / 1e3 = s per GB.
+    if (row.bytes > 0) {
+      row.cpuSPerGB = (row.cpuSenderMs + row.cpuReceiverMs) * 1e6 / static_cast<double>(row.bytes);
+    }
     rows.push_back(row);
     if (!opts.json) printRow(std::cout, row);
     if (!corruption.empty()) {
@@ -412,6 +418,7 @@ Status runReceiverSide(const NetbenchOptions& local, const SenderHello& hello,
                          {"bytes", received->bytes},
                          {"messages", received->messages},
                          {"elapsed_ns", received->elapsedNs},
+                         {"cpu_ns", received->cpuNs},
                          {"corrupt_messages", received->corruptMessages},
                          {"corruption", received->firstCorruption}};
     if (Status s = session.send(result); !s.ok()) return fail(s.error());

@@ -37,10 +37,14 @@ const std::vector<SettingInfo>& allSettings() {
        "none|socket"},
       // The socket transport (net/include/pilot/net/socket.h reads them; ranges there).
       {"NCCL_PILOT_SOCKET_NSTREAMS", SettingType::Text, "2",
-       "data streams (TCP connections) per NCCL connection of the socket transport, 1..16",
+       "data streams (TCP connections) per NCCL connection of the socket transport, 0..16",
        nullptr},
       {"NCCL_PILOT_SOCKET_CHUNK", SettingType::Text, "512K",
        "largest piece of a message one data stream carries, 64K..64M", nullptr},
+      {"NCCL_PILOT_SOCKET_EAGER", SettingType::Text, "64K",
+       "messages up to this size are sent before the receiver's CTS record for them, 0..64K "
+       "(0 = every message waits for it)",
+       nullptr},
       {"NCCL_PILOT_SOCKET_TIMEOUT_MS", SettingType::Text, "30000",
        "bound on connection set-up and on noticing a dead peer (TCP user timeout, keepalive), "
        "100..3600000",

@@ -1,6 +1,7 @@
 // The connecting side: the control socket and every data stream connect in parallel, each
-// sends its hello (secret, index, stream count, chunk size, connection nonce) and the
-// connection is ready once all hellos are written. Nothing waits: NCCL calls connect() again.
+// sends its hello (secret, index, stream count, chunk size, eager limit, connection nonce)
+// and the connection is ready once all hellos are written. Nothing waits: NCCL calls connect()
+// again.
 #include <arpa/inet.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -51,6 +52,7 @@ Expected<std::unique_ptr<PendingConnect>> PendingConnect::start(const void* hand
   p->peerName_ = p->peer_.toString();
   p->streams_ = options.streams;
   p->chunkBytes_ = options.chunkBytes;
+  p->eagerBytes_ = options.eagerBytes;
   p->timeoutMs_ = options.timeoutMs;
   p->trafficClass_ = connect.trafficClass;
   p->deadline_ = nowMs() + options.timeoutMs;
@@ -59,6 +61,7 @@ Expected<std::unique_ptr<PendingConnect>> PendingConnect::start(const void* hand
     hello.index = static_cast<uint16_t>(i);
     hello.streams = static_cast<uint16_t>(p->streams_);
     hello.chunkBytes = static_cast<uint32_t>(options.chunkBytes);
+    hello.eagerBytes = static_cast<uint32_t>(p->eagerBytes_);
     hello.secret = h.secret;
     hello.nonce = *nonce;
     wire::encodeHello(hello, p->sockets_[i].hello.data());
@@ -148,6 +151,7 @@ Connection PendingConnect::take() {
   for (int i = 0; i < streams_; ++i) c.data[i] = std::move(sockets_[i + 1].fd);
   c.streams = streams_;
   c.chunkBytes = chunkBytes_;
+  c.eagerBytes = eagerBytes_;
   c.peer = peerName_;
   return c;
 }

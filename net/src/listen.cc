@@ -1,5 +1,5 @@
 // The listening side. Anything can connect to the port (a scanner, a stale peer, garbage), so a
-// socket is only trusted after its 32-byte hello carried this listener's secret, and until then
+// socket is only trusted after its 36-byte hello carried this listener's secret, and until then
 // it costs a bounded slot that expires: nothing it sends is buffered beyond the hello, sizes
 // anything, or disturbs the connections being assembled for real peers.
 #include <arpa/inet.h>
@@ -14,12 +14,6 @@ namespace pilot::net {
 namespace {
 
 constexpr int kAcceptsPerCall = 64;
-
-bool sameSecret(uint64_t a, uint64_t b) {
-  // Constant time: the comparison does not tell a prober how many bytes it got right.
-  volatile uint64_t diff = a ^ b;
-  return diff == 0;
-}
 
 }  // namespace
 
@@ -92,6 +86,7 @@ Expected<SocketRecvComm*> SocketListenComm::accept() {
       for (int s = 0; s < c.streams; ++s) done.data[s] = std::move(c.data[s]);
       done.streams = c.streams;
       done.chunkBytes = c.chunkBytes;
+      done.eagerBytes = c.eagerBytes;
       done.peer = c.peer;
       connections_.erase(connections_.begin() + static_cast<std::ptrdiff_t>(i));
       return new SocketRecvComm(std::move(done), log_);
@@ -146,12 +141,8 @@ bool SocketListenComm::readHello(size_t i) {
   wire::Hello hello;
   if (!wire::decodeHello(s.hello.data(), &hello)) {
     drop(s.peer, "not a nccl-pilot peer of this version");
-  } else if (!sameSecret(hello.secret, secret_)) {
-    drop(s.peer, "wrong secret");
-  } else if (hello.streams < 1 || hello.streams > wire::kMaxStreams ||
-             hello.index > hello.streams || hello.chunkBytes < wire::kMinChunk ||
-             hello.chunkBytes > SocketOptions::kMaxChunk) {
-    drop(s.peer, "malformed hello");
+  } else if (const char* problem = wire::helloProblem(hello, secret_, SocketOptions::kMaxChunk)) {
+    drop(s.peer, problem);
   } else {
     placeSocket(s, hello);
   }
@@ -170,12 +161,14 @@ void SocketListenComm::placeSocket(PendingSocket& socket, const wire::Hello& hel
     c.nonce = hello.nonce;
     c.streams = hello.streams;
     c.chunkBytes = hello.chunkBytes;
+    c.eagerBytes = hello.eagerBytes;
     c.deadline = socket.deadline;
     c.peer = socket.peer;
     connections_.push_back(std::move(c));
     it = connections_.end() - 1;
   }
-  if (it->streams != hello.streams || it->chunkBytes != hello.chunkBytes) {
+  if (it->streams != hello.streams || it->chunkBytes != hello.chunkBytes ||
+      it->eagerBytes != hello.eagerBytes) {
     drop(socket.peer, "hello disagrees with its connection's other sockets");
     return;
   }

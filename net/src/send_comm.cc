@@ -1,45 +1,24 @@
-// The sending end: waits for the receiver's CTS records (what it posted), matches each isend to
-// a posted buffer by tag within the oldest incomplete irecv (as NCCL's IB transport does), then
-// writes the header on the control socket and the chunks on their data streams.
+// The sending end: writes each message as soon as NCCL posts it, header then payload on the
+// control socket (striped over the data streams when large), like NCCL's own socket transport.
+// What it must know first is bounded by the receiver's CTS records (what it posted):
+// - a message whose buffer a CTS record named goes at once, its size checked against it;
+// - a message of at most the eager limit may go before that (unconfirmed), up to kMaxParked
+//   messages and kParkBytes at a time, because the receiver can park that much if their
+//   receive is not posted yet;
+// - anything else waits (isend returns NULL) until a CTS record names its buffer.
+// So every byte on the control socket is one the receiver can take without waiting for a later
+// one, and no message can block the one behind it (net/README.md, "Data path").
 #include <algorithm>
 
 #include "socket_comm.h"
 
 namespace pilot::net {
 
-Error FailureLatch::fail(const std::string& what) {
-  if (!failed_) {
-    failed_ = true;
-    message_ = std::string(role_) + " " + peer_ + ": " + what;
-    PILOT_LOG(log_, Warn, subsys::Net, "%s", message_.c_str());
-  }
-  return Error{message_};
-}
-
-Error FailureLatch::usage(const std::string& what) {
-  const std::string message = std::string(role_) + " " + peer_ + ": " + what;
-  PILOT_LOG(log_, Warn, subsys::Net, "%s", message.c_str());
-  return Error{message};
-}
-
-void FailureLatch::logClosed(const TrafficCount& moved, int streams) const {
-  PILOT_LOG(log_, Info, subsys::Net,
-            "%s %s closed: %llu messages, %llu bytes over %d data stream(s)", role_, peer_.c_str(),
-            static_cast<unsigned long long>(moved.messages),
-            static_cast<unsigned long long>(moved.bytes), streams);
-}
-
-void adoptStreams(Connection& connection, std::array<StreamCursor, wire::kMaxStreams>& streams) {
-  for (int s = 0; s < connection.streams; ++s) {
-    streams[s].fd = std::move(connection.data[s]);
-    streams[s].index = s;
-  }
-}
-
 SocketSendComm::SocketSendComm(Connection connection, Logger& log)
     : control_(std::move(connection.control)),
       streamCount_(connection.streams),
       chunkBytes_(connection.chunkBytes),
+      eagerBytes_(connection.eagerBytes),
       latch_(log, "send to", std::move(connection.peer)) {
   adoptStreams(connection, streams_);
   for (Message& m : messages_) m.owner = this;
@@ -49,48 +28,62 @@ SocketSendComm::~SocketSendComm() {
   latch_.logClosed(sent_, streamCount_);
 }
 
-int SocketSendComm::findSlot(int tag) const {
-  if (headGroup_ == groupsKnown_) return -1;  // no receive posted that is not yet matched
-  const PeerGroup& group = peerGroups_[headGroup_ & kRingMask];
-  for (int r = 0; r < group.n; ++r) {
-    const PeerSlot& slot = peerSlots_[(group.firstSlot + r) & kRingMask];
-    if (!slot.matched && slot.tag == tag) return r;
-  }
-  return -1;
+Error SocketSendComm::fail(const std::string& what) {
+  const bool first = !latch_.failed();
+  Error e = latch_.fail(what);
+  if (first) shutdownSockets(control_, streams_, streamCount_);
+  return e;
+}
+
+Expected<bool> SocketSendComm::matchKnown(int32_t tag, uint64_t size) {
+  // No need to look for an older unconfirmed message with this tag first: confirmWaiting()
+  // hands every known buffer to the unconfirmed messages before anyone else can take it, so
+  // while one waits there is no free known buffer with its tag.
+  uint32_t index = 0;
+  if (!known_.take(tag, &index)) return false;
+  const uint64_t capacity = capacity_[index & kRingMask];
+  if (size > capacity) return fail(tooLarge(tag, size, capacity));
+  return true;
+}
+
+std::string SocketSendComm::tooLarge(int32_t tag, uint64_t size, uint64_t capacity) {
+  return "message of " + std::to_string(size) + " bytes (tag " + std::to_string(tag) +
+         ") is larger than the " + std::to_string(capacity) + "-byte buffer the peer posted";
 }
 
 Expected<Request*> SocketSendComm::isend(const void* data, size_t size, int tag) {
   if (latch_.failed()) return latch_.error();
   if (size > wire::kMaxMessage) {
-    return latch_.fail("message of " + std::to_string(size) + " bytes is above the 1 TiB limit");
+    return fail("message of " + std::to_string(size) + " bytes is above the 1 TiB limit");
   }
   if (size > 0 && data == nullptr)
     return latch_.usage("isend: null buffer for a non-empty message");
-  int match = findSlot(tag);
-  if (match < 0) {
-    // Only now read the CTS records waiting in the socket: the control socket costs no
-    // syscall while the receiver's posted buffers are known.
-    if (Status s = readCts(); !s) return Error{s.error()};
-    if (peerClosed_) return latch_.fail("peer closed the connection");
-    match = findSlot(tag);
-  }
-  if (Status s = progress(); !s) return Error{s.error()};
-  // No buffer for this tag in the oldest posted receive: the peer has not posted it yet.
-  if (match < 0) return static_cast<Request*>(nullptr);
-  PeerGroup& group = peerGroups_[headGroup_ & kRingMask];
   Message& m = message(nextSeq_);
-  if (m.state != SocketRequest::State::Free) return static_cast<Request*>(nullptr);
-  PeerSlot& slot = peerSlots_[(group.firstSlot + match) & kRingMask];
-  if (size > slot.capacity) {
-    return latch_.fail("message of " + std::to_string(size) + " bytes (tag " + std::to_string(tag) +
-                       ") is larger than the " + std::to_string(slot.capacity) +
-                       "-byte buffer the peer posted");
+  if (m.state != SocketRequest::State::Free) {
+    if (Status s = progress(); !s) return Error{s.error()};
+    return static_cast<Request*>(nullptr);  // kMaxInflight sends in flight: NCCL retries
   }
-  const uint32_t groupSeq = headGroup_;
-  slot.matched = true;
-  if (++group.matched == group.n) {
-    slotsUsed_ += group.n;
-    ++headGroup_;
+  const bool eager = eagerBytes_ > 0 && size <= eagerBytes_;
+  // Twice at most: with what is known, then after reading the CTS records waiting.
+  bool go = false;
+  for (int attempt = 0; attempt < 2 && !go; ++attempt) {
+    if (attempt == 1) {
+      if (Status s = readCts(); !s) return Error{s.error()};
+      if (peerClosed_) return fail("peer closed the connection");
+    }
+    Expected<bool> known = matchKnown(tag, size);
+    if (!known) return Error{known.error()};
+    go = *known;
+    if (!go && eager && unconfirmedCount_ < wire::kMaxParked &&
+        unconfirmedBytes_ + size <= wire::kParkBytes) {
+      unconfirmed_[unconfirmedCount_++] = {tag, size};
+      unconfirmedBytes_ += size;
+      go = true;
+    }
+  }
+  if (!go) {
+    if (Status s = progress(); !s) return Error{s.error()};
+    return static_cast<Request*>(nullptr);  // the peer has not posted this receive yet
   }
 
   m.kind = SocketRequest::Kind::Send;
@@ -102,13 +95,14 @@ Expected<Request*> SocketSendComm::isend(const void* data, size_t size, int tag)
   m.plan = wire::planChunks(size, streamCount_, chunkBytes_);
   m.chunksLeft = m.plan.chunks;
   m.base = nextStream_;
-  wire::encodeMsgHeader({groupSeq, static_cast<uint16_t>(match), m.seq, size}, m.header);
+  wire::encodeMsgHeader({m.seq, tag, size}, m.header);
   if (m.plan.chunks > 0) {
     nextStream_ = (nextStream_ + m.plan.chunks) % static_cast<uint32_t>(streamCount_);
     const uint32_t used = std::min<uint32_t>(m.plan.chunks, static_cast<uint32_t>(streamCount_));
     for (uint32_t c = 0; c < used; ++c) streams_[(m.base + c) % streamCount_].push(m.seq);
   }
-  if (Status s = progress(); !s) return Error{s.error()};
+  // No I/O here: test() writes every queued message in one system call, and NCCL tests right
+  // after posting (its own socket transport works the same way).
   return static_cast<Request*>(&m);
 }
 
@@ -129,9 +123,13 @@ Status SocketSendComm::test(SocketRequest* request, TestResult* result) {
 
 Status SocketSendComm::progress() {
   if (latch_.failed()) return latch_.error();
-  if (Status s = writeControl(); !s) return s;
+  if (ctrlSeq_ != nextSeq_) {
+    if (Status s = writeControl(); !s) return s;
+  }
   for (int i = 0; i < streamCount_; ++i) {
-    if (Status s = writeStream(streams_[i]); !s) return s;
+    if (!streams_[i].empty()) {
+      if (Status s = writeStream(streams_[i]); !s) return s;
+    }
   }
   return Status::success();
 }
@@ -143,10 +141,10 @@ Status SocketSendComm::readCts() {
     while (ctsEnd_ - ctsBegin_ >= wire::Cts::kHeadBytes) {
       wire::Cts cts;
       if (!wire::decodeCtsHead(&ctsIn_[ctsBegin_], &cts)) {
-        return latch_.fail("protocol error: bad record on the control socket");
+        return fail("protocol error: bad record on the control socket");
       }
       if (cts.n < 1 || cts.n > kMaxRecvs) {
-        return latch_.fail("protocol error: receive of " + std::to_string(cts.n) + " buffers");
+        return fail("protocol error: receive of " + std::to_string(cts.n) + " buffers");
       }
       const size_t length = wire::Cts::kHeadBytes + cts.n * wire::Cts::kEntryBytes;
       if (ctsEnd_ - ctsBegin_ < length) break;
@@ -157,6 +155,7 @@ Status SocketSendComm::readCts() {
       ctsBegin_ += length;
       if (Status s = acceptCts(cts); !s) return s;
     }
+    if (Status s = confirmWaiting(); !s) return s;
     if (ctsBegin_ == ctsEnd_) ctsBegin_ = ctsEnd_ = 0;
     if (ctsBegin_ > 0 && ctsEnd_ + wire::Cts::kMaxBytes > ctsIn_.size()) {
       std::copy(ctsIn_.begin() + ctsBegin_, ctsIn_.begin() + ctsEnd_, ctsIn_.begin());
@@ -166,14 +165,14 @@ Status SocketSendComm::readCts() {
     iovec iov{&ctsIn_[ctsEnd_], ctsIn_.size() - ctsEnd_};
     IoResult r = recvSome(control_.get(), &iov, 1);
     if (r.kind == IoResult::WouldBlock) return Status::success();
-    if (r.kind == IoResult::Failed) return latch_.fail("control socket: " + errnoText(r.error));
+    if (r.kind == IoResult::Failed) return fail("control socket: " + errnoText(r.error));
     if (r.kind == IoResult::Closed) {
       peerClosed_ = true;
       if (ctrlSeq_ != nextSeq_ || ctsBegin_ != ctsEnd_) {
-        return latch_.fail("peer closed the connection with messages in flight");
+        return fail("peer closed the connection with messages in flight");
       }
       for (int i = 0; i < streamCount_; ++i) {
-        if (!streams_[i].empty()) return latch_.fail("peer closed the connection mid-message");
+        if (!streams_[i].empty()) return fail("peer closed the connection mid-message");
       }
       return Status::success();
     }
@@ -182,25 +181,35 @@ Status SocketSendComm::readCts() {
 }
 
 Status SocketSendComm::acceptCts(const wire::Cts& cts) {
-  if (cts.group != groupsKnown_) {
-    return latch_.fail("protocol error: receive " + std::to_string(cts.group) + " out of order");
+  if (cts.group != ctsGroups_) {
+    return fail("protocol error: receive " + std::to_string(cts.group) + " out of order");
   }
   // The peer may only have kMaxInflight buffers outstanding; more would overwrite our ring.
-  if (slotsKnown_ - slotsUsed_ + cts.n > static_cast<uint32_t>(kMaxInflight)) {
-    return latch_.fail("protocol error: more receives posted than the connection allows");
+  if (known_.outstanding() + cts.n > static_cast<uint32_t>(kMaxInflight)) {
+    return fail("protocol error: more receives posted than the connection allows");
   }
-  PeerGroup& g = peerGroups_[groupsKnown_ & kRingMask];
-  g.firstSlot = slotsKnown_;
-  g.n = cts.n;
-  g.matched = 0;
-  for (int i = 0; i < cts.n; ++i) {
-    PeerSlot& s = peerSlots_[(slotsKnown_ + i) & kRingMask];
-    s.tag = cts.tags[i];
-    s.capacity = cts.capacity[i];
-    s.matched = false;
+  for (int i = 0; i < cts.n; ++i) capacity_[known_.push(cts.tags[i]) & kRingMask] = cts.capacity[i];
+  ++ctsGroups_;
+  return Status::success();
+}
+
+Status SocketSendComm::confirmWaiting() {
+  // Oldest first; a message whose tag has an older one still waiting keeps waiting too.
+  TagSet waiting;
+  int kept = 0;
+  for (int i = 0; i < unconfirmedCount_; ++i) {
+    const Unconfirmed u = unconfirmed_[i];
+    uint32_t index = 0;
+    if (!waiting.contains(u.tag) && known_.take(u.tag, &index)) {
+      const uint64_t capacity = capacity_[index & kRingMask];
+      if (u.size > capacity) return fail(tooLarge(u.tag, u.size, capacity));
+      unconfirmedBytes_ -= u.size;
+      continue;
+    }
+    waiting.add(u.tag);
+    unconfirmed_[kept++] = u;
   }
-  slotsKnown_ += cts.n;
-  ++groupsKnown_;
+  unconfirmedCount_ = kept;
   return Status::success();
 }
 
@@ -226,7 +235,7 @@ Status SocketSendComm::writeControl() {
     }
     IoResult r = sendSome(control_.get(), iov, count);
     if (r.kind == IoResult::WouldBlock) return Status::success();
-    if (r.kind != IoResult::Moved) return latch_.fail("control socket: " + errnoText(r.error));
+    if (r.kind != IoResult::Moved) return fail("control socket: " + errnoText(r.error));
     size_t moved = r.bytes;
     while (moved > 0) {
       Message& m = message(ctrlSeq_);
@@ -268,7 +277,7 @@ Status SocketSendComm::writeStream(StreamCursor& stream) {
     IoResult r = sendSome(stream.fd.get(), iov, count);
     if (r.kind == IoResult::WouldBlock) return Status::success();
     if (r.kind != IoResult::Moved) {
-      return latch_.fail("data stream " + std::to_string(stream.index) + ": " + errnoText(r.error));
+      return fail("data stream " + std::to_string(stream.index) + ": " + errnoText(r.error));
     }
     stream.moved += r.bytes;
     if (stream.moved < hdr + length) continue;

@@ -1,24 +1,24 @@
 // The two ends of one socket-transport connection. Everything a comm needs in flight is
 // allocated when the comm is built (rings of kMaxInflight entries indexed by sequence number),
-// so isend/irecv/test allocate nothing and nothing the peer sends can size an allocation.
+// so isend/irecv/test allocate nothing, and nothing the peer sends sizes an allocation (the
+// receiver's parking pool has a fixed size, made on first use).
 //
-// Progress: every isend/irecv/test drives the whole comm with nonblocking I/O (CTS records,
-// headers, every data stream) until the kernel would block, so NCCL's progress thread is never
-// held and no helper thread is needed (docs/performance.md, "TCP transport", has the figures).
+// Progress: every isend/irecv/test drives the whole comm with nonblocking I/O (headers,
+// payloads, CTS records, every data stream) until the kernel would block, so NCCL's progress
+// thread is never held and no helper thread is needed (docs/performance.md has the figures).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "pilot/core/log.h"
 #include "socket_io.h"
+#include "tag_queue.h"
 #include "wire.h"
 
 namespace pilot::net {
-
-constexpr uint32_t kRingMask = kMaxInflight - 1;
-static_assert((kMaxInflight & kRingMask) == 0, "rings are indexed by sequence & mask");
 
 /// The sockets of one established connection, as connect/accept hand them over.
 struct Connection {
@@ -26,26 +26,27 @@ struct Connection {
   std::array<Fd, wire::kMaxStreams> data;
   int streams = 0;
   uint64_t chunkBytes = 0;  ///< the sender's chunk size (the receiver learns it from the hello)
+  uint64_t eagerBytes = 0;  ///< the sender's eager limit (likewise)
   std::string peer;         ///< "addr:port" for log lines
 };
 
-/// One data stream: the messages that have chunks on it, in message order, and how far the
-/// chunk at the front has moved (its 16-byte header counts as the first bytes).
+/// One data stream: the messages that have chunks on it, in message order (as ring keys: the
+/// sender's message sequence, the receiver's buffer index), and how far the chunk at the front
+/// has moved (its 16-byte header counts as the first bytes).
 struct StreamCursor {
   Fd fd;
   int index = 0;                               ///< 0-based data stream number
-  std::array<uint32_t, kMaxInflight> queue{};  ///< message sequence numbers
+  std::array<uint32_t, kMaxInflight> queue{};  ///< ring keys of the messages
   uint32_t head = 0;
   uint32_t tail = 0;
   uint32_t chunk = 0;  ///< chunk index within the front message
   uint64_t moved = 0;  ///< header + payload bytes of that chunk moved so far
   bool started = false;
-  bool closed = false;  ///< the peer shut this stream (receiver side)
   uint8_t header[wire::ChunkHeader::kBytes] = {};
 
   bool empty() const { return head == tail; }
   uint32_t front() const { return queue[head & kRingMask]; }
-  void push(uint32_t seq) { queue[tail++ & kRingMask] = seq; }
+  void push(uint32_t key) { queue[tail++ & kRingMask] = key; }
 };
 
 /// Common to both ends: the request kind test() dispatches on, and its life cycle.
@@ -66,6 +67,25 @@ struct TrafficCount {
     ++messages;
     bytes += size;
   }
+};
+
+/// The tags that already have an older message waiting, while a queue of at most kMaxParked
+/// messages is walked oldest first (messages of one tag must keep their order).
+class TagSet {
+ public:
+  bool contains(int32_t tag) const {
+    for (int i = 0; i < count_; ++i) {
+      if (tags_[i] == tag) return true;
+    }
+    return false;
+  }
+  void add(int32_t tag) {
+    if (!contains(tag) && count_ < wire::kMaxParked) tags_[count_++] = tag;
+  }
+
+ private:
+  std::array<int32_t, wire::kMaxParked> tags_{};
+  int count_ = 0;
 };
 
 /// Moves the data sockets of `connection` into a comm's stream cursors.
@@ -94,6 +114,11 @@ class FailureLatch {
   bool failed_ = false;
 };
 
+/// Shuts every socket of a failed comm in both directions, so the peer's next call fails at
+/// once instead of waiting for data that will never come.
+void shutdownSockets(const Fd& control, const std::array<StreamCursor, wire::kMaxStreams>& streams,
+                     int count);
+
 class SocketSendComm final : public SendComm {
  public:
   SocketSendComm(Connection connection, Logger& log);
@@ -112,48 +137,50 @@ class SocketSendComm final : public SendComm {
     wire::ChunkPlan plan;
     uint8_t header[wire::MsgHeader::kBytes] = {};
   };
-  /// What the peer posted (from its CTS records), consumed in order.
-  struct PeerSlot {
+  /// A message written before the sender knew its buffer (at most kMaxParked of them, of at
+  /// most kParkBytes together, at a time).
+  struct Unconfirmed {
     int32_t tag = 0;
-    bool matched = false;
-    uint64_t capacity = 0;
-  };
-  struct PeerGroup {
-    uint32_t firstSlot = 0;
-    uint16_t n = 0;
-    uint16_t matched = 0;
+    uint64_t size = 0;
   };
 
-  /// Writes what is queued (headers, chunks). The CTS direction is read by isend only, when
-  /// it needs a buffer it does not know yet; write errors report a dead peer meanwhile.
+  /// Writes what is queued (headers, payloads, chunks). The CTS direction is read only when a
+  /// message needs a buffer this side does not know yet.
   Status progress();
-  int findSlot(int tag) const;
+  /// Reads every CTS record waiting; each confirms the oldest unconfirmed messages it can.
   Status readCts();
   Status acceptCts(const wire::Cts& cts);
+  Status confirmWaiting();
+  /// The buffer of a message with `tag` of `size` bytes, if this side knows it.
+  Expected<bool> matchKnown(int32_t tag, uint64_t size);
+  static std::string tooLarge(int32_t tag, uint64_t size, uint64_t capacity);
   Status writeControl();
   Status writeStream(StreamCursor& stream);
   void chunkDone(Message& m);
+  Error fail(const std::string& what);
   Message& message(uint32_t seq) { return messages_[seq & kRingMask]; }
 
   Fd control_;
   int streamCount_;
   uint64_t chunkBytes_;
+  uint64_t eagerBytes_;
   FailureLatch latch_;
   TrafficCount sent_;
   bool peerClosed_ = false;
 
   std::array<Message, kMaxInflight> messages_;
   uint32_t nextSeq_ = 0;     ///< next message
-  uint32_t ctrlSeq_ = 0;     ///< first message whose header is not fully written
+  uint32_t ctrlSeq_ = 0;     ///< first message whose header (and payload) is not fully written
   size_t ctrlMoved_ = 0;     ///< header + inline bytes of ctrlSeq_ written
   uint32_t nextStream_ = 0;  ///< data stream of the next chunk (round-robin)
 
-  std::array<PeerSlot, kMaxInflight> peerSlots_;
-  std::array<PeerGroup, kMaxInflight> peerGroups_;
-  uint32_t groupsKnown_ = 0;  ///< CTS records received
-  uint32_t headGroup_ = 0;    ///< oldest group with an unmatched buffer
-  uint32_t slotsKnown_ = 0;
-  uint32_t slotsUsed_ = 0;  ///< peer slots of groups before headGroup_
+  /// The receiver's posted buffers as its CTS records told them, and their capacities.
+  TagQueue known_;
+  std::array<uint64_t, kMaxInflight> capacity_{};
+  uint32_t ctsGroups_ = 0;                                   ///< CTS records received
+  std::array<Unconfirmed, wire::kMaxParked> unconfirmed_{};  ///< oldest first
+  int unconfirmedCount_ = 0;
+  uint64_t unconfirmedBytes_ = 0;
 
   std::array<uint8_t, 4096> ctsIn_{};
   size_t ctsBegin_ = 0;
@@ -174,63 +201,85 @@ class SocketRecvComm final : public RecvComm {
     uint8_t* data = nullptr;
     uint64_t capacity = 0;
     uint64_t size = 0;
-    int32_t tag = 0;
-    bool announced = false;
+    uint32_t group = 0;
+    uint32_t seq = 0;  ///< the message placed here
+    // A striped message in this buffer: its plan, first stream and chunks still to come.
+    wire::ChunkPlan plan;
+    uint32_t base = 0;
+    uint32_t chunksLeft = 0;
   };
   struct Group : SocketRequest {
     uint32_t firstSlot = 0;
     uint16_t n = 0;
-    uint16_t announced = 0;
-    uint16_t completed = 0;
+    uint16_t filled = 0;
   };
-  struct Message {
-    bool busy = false;
-    uint32_t group = 0;
-    uint32_t slot = 0;  ///< absolute slot number
+  /// An eager message that came before its buffer was posted, held in the parking pool.
+  struct Parked {
+    int32_t tag = 0;
     uint64_t size = 0;
-    uint32_t base = 0;
-    uint32_t chunksLeft = 0;
-    wire::ChunkPlan plan;
+    size_t offset = 0;      ///< of its payload in the pool
+    bool complete = false;  ///< its payload has been read
+  };
+  /// Where the payload after the current header goes.
+  struct PayloadTarget {
+    uint8_t* data = nullptr;
+    uint64_t left = 0;
+    int64_t slot = -1;  ///< buffer index, or -1: the newest parked message
   };
 
   Status progress();
+  /// Writes the pending CTS records, a batch per system call.
   Status writeCts();
-  Status readControl();
+  /// Reads and places what the control socket holds; *busy: some bytes arrived.
+  Status readControl(bool* busy);
   Status onHeader(const wire::MsgHeader& header);
+  Status place(uint32_t slot, const wire::MsgHeader& header);
+  Status park(const wire::MsgHeader& header);
+  /// Moves parked messages into buffers posted since (oldest first, per tag in order).
+  Status unpark();
+  Status payloadDone();
   Status readStream(StreamCursor& stream);
-  void messageDone(Message& m);
+  void slotFilled(uint32_t slot);
   void release(Group& g);
+  Error fail(const std::string& what);
   Group& group(uint32_t seq) { return groups_[seq & kRingMask]; }
   Slot& slot(uint32_t n) { return slots_[n & kRingMask]; }
 
   Fd control_;
   int streamCount_;
   uint64_t chunkBytes_;
+  uint64_t eagerBytes_;
   FailureLatch latch_;
   TrafficCount received_;
   bool controlClosed_ = false;
 
+  TagQueue posted_;  ///< every posted buffer, matched by tag as headers arrive
   std::array<Slot, kMaxInflight> slots_;
   uint32_t slotHead_ = 0;  ///< oldest slot still owned by a request
-  uint32_t slotTail_ = 0;
   std::array<Group, kMaxInflight> groups_;
   uint32_t postedGroups_ = 0;
-  uint32_t oldestGroup_ = 0;    ///< oldest request not yet released
-  uint32_t announceGroup_ = 0;  ///< oldest group still waiting for a message header
-  uint32_t ctsSent_ = 0;        ///< groups whose CTS record is fully written
+  uint32_t oldestGroup_ = 0;     ///< oldest request not yet released
+  uint32_t completeGroups_ = 0;  ///< requests complete, in posting order
+  uint32_t ctsSent_ = 0;         ///< groups whose CTS record is fully written
+  static constexpr uint32_t kCtsBatch = 4;
+  uint32_t ctsBatched_ = 0;  ///< records in ctsOut_
   size_t ctsMoved_ = 0;
   size_t ctsLength_ = 0;
-  uint8_t ctsOut_[wire::Cts::kMaxBytes] = {};
+  std::array<uint8_t, kCtsBatch * wire::Cts::kMaxBytes> ctsOut_{};
 
-  std::array<Message, kMaxInflight> messages_;
   uint32_t nextMsgSeq_ = 0;
   uint32_t nextStream_ = 0;
 
   std::array<uint8_t, 16384> in_{};
   size_t inBegin_ = 0;
   size_t inEnd_ = 0;
-  Message* inlineMessage_ = nullptr;  ///< message whose inline payload is being read
-  uint64_t inlineMoved_ = 0;
+  PayloadTarget payload_;  ///< data == nullptr && left == 0: a header comes next
+
+  std::array<Parked, wire::kMaxParked> parked_{};  ///< arrival order = pool offset order
+  int parkedCount_ = 0;
+  uint64_t parkedBytes_ = 0;
+  size_t poolTop_ = 0;               ///< end of the newest parked payload
+  std::unique_ptr<uint8_t[]> pool_;  ///< kParkBytes, made when first needed
 
   std::array<StreamCursor, wire::kMaxStreams> streams_;
 };

@@ -33,6 +33,8 @@ SocketOptions socketOptionsFromEnv(const EnvLookup& env, std::vector<std::string
             number, &o.streams, warnings);
   readRange(env, socket_env::kSocketChunk, SocketOptions::kMinChunk, SocketOptions::kMaxChunk,
             bytes, &o.chunkBytes, warnings);
+  readRange(env, socket_env::kSocketEager, size_t{0}, SocketOptions::kMaxEager, bytes,
+            &o.eagerBytes, warnings);
   readRange(env, socket_env::kSocketTimeoutMs, SocketOptions::kMinTimeoutMs,
             SocketOptions::kMaxTimeoutMs, number, &o.timeoutMs, warnings);
   if (auto root = readText(env, socket_env::kSysfsRoot)) o.sysfsRoot = *root;

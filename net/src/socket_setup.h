@@ -14,6 +14,7 @@ namespace pilot::net {
 
 static_assert(SocketOptions::kMaxStreams == wire::kMaxStreams, "hello checks use the wire bound");
 static_assert(SocketOptions::kMinChunk == wire::kMinChunk, "chunk plans assume the same floor");
+static_assert(SocketOptions::kMaxEager == wire::kMaxEager, "the receiver parks what may be sent");
 
 class SocketListenComm final : public ListenComm {
  public:
@@ -44,6 +45,7 @@ class SocketListenComm final : public ListenComm {
     uint64_t nonce = 0;
     int streams = 0;
     uint32_t chunkBytes = 0;
+    uint32_t eagerBytes = 0;
     int64_t deadline = 0;
     int have = 0;
     std::string peer;
@@ -92,6 +94,7 @@ class PendingConnect {
   std::string peerName_;
   int streams_ = 0;
   uint64_t chunkBytes_ = 0;
+  uint64_t eagerBytes_ = 0;
   int timeoutMs_ = 0;
   int trafficClass_ = -1;
   int64_t deadline_ = 0;

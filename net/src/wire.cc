@@ -35,6 +35,7 @@ void encodeHello(const Hello& h, uint8_t out[Hello::kBytes]) {
   put32(out + 12, h.chunkBytes);
   put64(out + 16, h.secret);
   put64(out + 24, h.nonce);
+  put32(out + 32, h.eagerBytes);
 }
 
 bool decodeHello(const uint8_t in[Hello::kBytes], Hello* h) {
@@ -44,7 +45,19 @@ bool decodeHello(const uint8_t in[Hello::kBytes], Hello* h) {
   h->chunkBytes = get32(in + 12);
   h->secret = get64(in + 16);
   h->nonce = get64(in + 24);
+  h->eagerBytes = get32(in + 32);
   return true;
+}
+
+const char* helloProblem(const Hello& h, uint64_t secret, uint32_t maxChunk) {
+  // Constant time: the comparison does not tell a prober how many bytes it got right.
+  volatile uint64_t diff = h.secret ^ secret;
+  if (diff != 0) return "wrong secret";
+  if (h.streams > kMaxStreams || h.index > h.streams || h.chunkBytes < kMinChunk ||
+      h.chunkBytes > maxChunk || h.eagerBytes > kMaxEager) {
+    return "malformed hello";
+  }
+  return nullptr;
 }
 
 size_t encodeCts(const Cts& c, uint8_t out[Cts::kMaxBytes]) {
@@ -76,18 +89,16 @@ void decodeCtsEntry(const uint8_t in[Cts::kEntryBytes], int slot, Cts* c) {
 
 void encodeMsgHeader(const MsgHeader& m, uint8_t out[MsgHeader::kBytes]) {
   put32(out, kMsgMagic);
-  put32(out + 4, m.group);
-  put16(out + 8, m.slot);
-  put16(out + 10, 0);
-  put32(out + 12, m.seq);
+  put32(out + 4, m.seq);
+  put32(out + 8, static_cast<uint32_t>(m.tag));
+  put32(out + 12, 0);
   put64(out + 16, m.size);
 }
 
 bool decodeMsgHeader(const uint8_t in[MsgHeader::kBytes], MsgHeader* m) {
-  if (get32(in) != kMsgMagic) return false;
-  m->group = get32(in + 4);
-  m->slot = get16(in + 8);
-  m->seq = get32(in + 12);
+  if (get32(in) != kMsgMagic || get32(in + 12) != 0) return false;
+  m->seq = get32(in + 4);
+  m->tag = static_cast<int32_t>(get32(in + 8));
   m->size = get64(in + 16);
   return true;
 }
@@ -105,7 +116,7 @@ void decodeChunkHeader(const uint8_t in[ChunkHeader::kBytes], ChunkHeader* c) {
 }
 
 ChunkPlan planChunks(uint64_t size, int streams, uint64_t maxChunk) {
-  if (size <= kInlineBytes) return {};
+  if (streams < 1 || size <= maxChunk) return {};
   // Spread one message over every stream (a lone large message still uses them all), in whole
   // pages, but never below kMinChunk nor above the configured chunk.
   uint64_t per = (size + static_cast<uint64_t>(streams) - 1) / static_cast<uint64_t>(streams);

@@ -12,15 +12,13 @@
 
 namespace pilot::net::wire {
 
-constexpr uint16_t kVersion = 1;
+/// Version 2: sender-driven (eager) messages matched by tag at the receiver.
+constexpr uint16_t kVersion = 2;
 constexpr uint32_t kHandleMagic = 0x31484c50;  // "PLH1"
 constexpr uint32_t kHelloMagic = 0x31534c50;   // "PLS1": first bytes on every socket
 constexpr uint32_t kCtsMagic = 0x31434c50;     // "PLC1": receiver -> sender, posted buffers
-constexpr uint32_t kMsgMagic = 0x314d4c50;     // "PLM1": sender -> receiver, one message
+constexpr uint32_t kMsgMagic = 0x324d4c50;     // "PLM2": sender -> receiver, one message
 
-/// Messages up to this size travel inline on the control socket right after their header:
-/// one socket and one write for the small (LL, zero-byte) messages where latency dominates.
-constexpr size_t kInlineBytes = 8192;
 /// Chunks are multiples of a page and never smaller than this (NCCL's socket task minimum), so
 /// a stream's per-chunk cost stays small next to its copy.
 constexpr size_t kChunkAlign = 4096;
@@ -29,6 +27,14 @@ constexpr size_t kMinChunk = size_t{64} << 10;
 constexpr uint64_t kMaxMessage = uint64_t{1} << 40;
 /// Data streams a peer may ask for (the hello's stream count is checked against it).
 constexpr int kMaxStreams = 16;
+/// Largest message a sender may write before it knows the receive it lands in (its eager
+/// limit, told in the hello), and how many such unconfirmed messages, of how many bytes in
+/// all, it may have outstanding. The receiver parks an eager message whose receive is not
+/// posted yet in a pool of kParkBytes, so the control stream always drains (net/README.md).
+constexpr size_t kMaxEager = size_t{64} << 10;
+static_assert(kMaxEager <= kMinChunk, "an eager message is never striped");
+constexpr int kMaxParked = 64;
+constexpr size_t kParkBytes = size_t{256} << 10;
 
 inline void put16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v);
@@ -74,17 +80,20 @@ inline void setHandleTicket(void* handle, uint64_t ticket) {
   put64(static_cast<uint8_t*>(handle) + Handle::kTicketOffset, ticket);
 }
 
-/// First 32 bytes on every socket of a connection, connector -> listener.
+/// First bytes on every socket of a connection, connector -> listener.
 struct Hello {
-  static constexpr size_t kBytes = 32;
+  static constexpr size_t kBytes = 36;
   uint16_t index = 0;    ///< 0 = control socket, 1..streams = data stream
-  uint16_t streams = 0;  ///< data streams of this connection
+  uint16_t streams = 0;  ///< data streams of this connection (0: all on the control socket)
   uint32_t chunkBytes = 0;
   uint64_t secret = 0;
-  uint64_t nonce = 0;  ///< random per connection: groups its sockets on the listener
+  uint64_t nonce = 0;       ///< random per connection: groups its sockets on the listener
+  uint32_t eagerBytes = 0;  ///< the sender's eager limit (<= kMaxEager)
 };
 void encodeHello(const Hello& h, uint8_t out[Hello::kBytes]);
 bool decodeHello(const uint8_t in[Hello::kBytes], Hello* h);  ///< false: wrong magic/version
+/// Why a decoded hello must be refused (nullptr: acceptable). Every bound is this side's own.
+const char* helloProblem(const Hello& h, uint64_t secret, uint32_t maxChunk);
 
 /// Receiver -> sender on the control socket: one irecv, `n` buffers (tag, capacity).
 struct Cts {
@@ -102,12 +111,14 @@ size_t encodeCts(const Cts& c, uint8_t out[Cts::kMaxBytes]);
 bool decodeCtsHead(const uint8_t in[Cts::kHeadBytes], Cts* c);
 void decodeCtsEntry(const uint8_t in[Cts::kEntryBytes], int slot, Cts* c);
 
-/// Sender -> receiver on the control socket: one message (payload inline if small).
+/// Sender -> receiver on the control socket, in message order: one message, its payload right
+/// behind it when it is not striped. The receiver picks the buffer: the oldest posted one with
+/// this tag that no earlier message took (so the k-th message with tag T fills the k-th
+/// buffer posted with tag T, as NCCL's IB transport places them).
 struct MsgHeader {
   static constexpr size_t kBytes = 24;
-  uint32_t group = 0;  ///< irecv it fills
-  uint16_t slot = 0;   ///< buffer within that irecv
-  uint32_t seq = 0;    ///< message sequence number of the connection
+  uint32_t seq = 0;  ///< message sequence number of the connection
+  int32_t tag = 0;
   uint64_t size = 0;
 };
 void encodeMsgHeader(const MsgHeader& m, uint8_t out[MsgHeader::kBytes]);
@@ -125,8 +136,10 @@ void encodeChunkHeader(const ChunkHeader& c, uint8_t out[ChunkHeader::kBytes]);
 void decodeChunkHeader(const uint8_t in[ChunkHeader::kBytes], ChunkHeader* c);
 
 /// How a message is cut: `chunks` pieces of `chunkBytes` (the last one shorter), chunk c on data
-/// stream (base + c) % streams. Both ends compute it from the size alone. Inline messages have
-/// no chunks.
+/// stream (base + c) % streams. Both ends compute it from the size alone. A message of at most
+/// `maxChunk` bytes (or any message without data streams) has no chunks: its payload follows
+/// the header on the control socket, where eager messages (at most kMaxEager <= kMinChunk)
+/// always are.
 struct ChunkPlan {
   uint64_t chunkBytes = 0;
   uint32_t chunks = 0;

@@ -56,6 +56,7 @@ TEST(Lifecycle, CloseWithRequestsInFlightLeaksNothing) {
       int tags[1] = {0};
       recvs.push_back(postRecv(*t, p.recv, 1, data, sizes, tags));
     }
+    announce(*t, recvs[0]);
     for (int i = 0; i < 3; ++i) sends.push_back(postSend(*t, p.send, out.data(), 2 << 20, 0));
     TestResult res;
     (void)t->test(recvs[0], &res);  // some bytes moved, most not
@@ -81,6 +82,7 @@ TEST(Lifecycle, PeerCloseMidTransferIsAnErrorNotAHang) {
   size_t sizes[1] = {in.size()};
   int tags[1] = {0};
   Request* r = postRecv(*t, p.recv, 1, data, sizes, tags);
+  announce(*t, r);
   Request* s = postSend(*t, p.send, out.data(), out.size(), 0);
   ASSERT_NE(r, nullptr);
   ASSERT_NE(s, nullptr);
@@ -107,7 +109,7 @@ TEST(Lifecycle, ReceiverCloseFailsTheSender) {
   void* data[1] = {in.data()};
   size_t sizes[1] = {in.size()};
   int tags[1] = {0};
-  ASSERT_NE(postRecv(*t, p.recv, 1, data, sizes, tags), nullptr);
+  announce(*t, postRecv(*t, p.recv, 1, data, sizes, tags));
   Request* s = postSend(*t, p.send, out.data(), out.size(), 0);
   ASSERT_NE(s, nullptr);
   t->closeRecv(p.recv);
@@ -197,6 +199,7 @@ TEST(Lifecycle, Ipv6Works) {
   size_t sizes[1] = {in.size()};
   int tags[1] = {0};
   Request* r = postRecv(*t, p.recv, 1, data, sizes, tags);
+  announce(*t, r);
   Request* s = postSend(*t, p.send, out.data(), out.size(), 0);
   ASSERT_TRUE(waitDone(*t, s).done);
   ASSERT_TRUE(waitDone(*t, r).done);

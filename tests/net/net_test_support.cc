@@ -117,6 +117,13 @@ Request* postRecv(Transport& t, RecvComm* c, int n, void* const* data, const siz
   return nullptr;
 }
 
+void announce(Transport& t, Request* recv) {
+  ASSERT_NE(recv, nullptr);
+  TestResult result;
+  ASSERT_TRUE(t.test(recv, &result).ok());
+  ASSERT_FALSE(result.done) << "announce() is for a receive nothing was sent for yet";
+}
+
 TestResult waitDone(Transport& t, Request* r, int timeoutMs, std::string* error) {
   TestResult result;
   const int64_t deadline = monotonicMs() + timeoutMs;

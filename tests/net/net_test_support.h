@@ -54,6 +54,9 @@ Request* postSend(Transport& t, SendComm* c, const void* data, size_t size, int 
                   int timeoutMs = 10000);
 Request* postRecv(Transport& t, RecvComm* c, int n, void* const* data, const size_t* sizes,
                   const int* tags, int timeoutMs = 10000);
+/// One test() of a just-posted receive, as NCCL's proxy does right after posting: it writes
+/// the receive's CTS record, which a sender of a message above the eager limit waits for.
+void announce(Transport& t, Request* recv);
 /// Tests until done; returns the result (done = false on error or deadline, with *error set).
 TestResult waitDone(Transport& t, Request* r, int timeoutMs = 30000, std::string* error = nullptr);
 

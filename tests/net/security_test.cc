@@ -1,14 +1,16 @@
 // Strangers on the listening port (random bytes, half-open connections, a wrong secret, a
 // malformed hello) are dropped without disturbing the real peer; a peer that knows the secret
-// but breaks the protocol fails its own connection and nothing else.
+// but breaks the protocol fails its own connection (and shuts it) and nothing else.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "net_test_support.h"
 #include "wire.h"
@@ -45,6 +47,7 @@ std::array<uint8_t, wire::Hello::kBytes> hello(const unsigned char* handle, uint
   hi.index = index;
   hi.streams = streams;
   hi.chunkBytes = 512 << 10;
+  hi.eagerBytes = 64 << 10;
   hi.secret = h.secret;
   hi.nonce = nonce;
   std::array<uint8_t, wire::Hello::kBytes> out{};
@@ -158,7 +161,7 @@ TEST(Listener, AFloodOfStrangersIsBounded) {
 }
 
 /// A peer that knows the secret (it got the handle) but then writes what it wants on the
-/// control socket of a 1-stream connection.
+/// control socket of a 1-stream connection (eager limit 64 KiB, striped above 512 KiB).
 class RoguePeer : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -174,10 +177,7 @@ class RoguePeer : public ::testing::Test {
     recv_ = acceptWithin(*transport_, *listen, 5000);
     transport_->closeListen(*listen);
     ASSERT_NE(recv_, nullptr);
-    void* data[1] = {buffer_.data()};
-    size_t sizes[1] = {buffer_.size()};
-    int tags[1] = {1};
-    request_ = postRecv(*transport_, recv_, 1, data, sizes, tags);
+    request_ = post(buffer_.data(), buffer_.size(), 1);
     ASSERT_NE(request_, nullptr);
   }
   void TearDown() override {
@@ -185,16 +185,32 @@ class RoguePeer : public ::testing::Test {
     close(control_);
     close(data_);
   }
-  /// Sends a message header and expects the receive to fail naming `what`.
-  void expectFailure(const wire::MsgHeader& h, const std::string& what) {
-    uint8_t bytes[wire::MsgHeader::kBytes];
-    wire::encodeMsgHeader(h, bytes);
-    writeAll(control_, bytes, sizeof(bytes));
+  Request* post(void* data, size_t size, int tag) {
+    void* buffers[1] = {data};
+    size_t sizes[1] = {size};
+    int tags[1] = {tag};
+    return postRecv(*transport_, recv_, 1, buffers, sizes, tags);
+  }
+  /// A message header (and `payload` bytes of 0x5a behind it) on the control socket.
+  void sendMessage(const wire::MsgHeader& h, size_t payload = 0) {
+    std::vector<uint8_t> bytes(wire::MsgHeader::kBytes + payload, 0x5a);
+    wire::encodeMsgHeader(h, bytes.data());
+    writeAll(control_, bytes.data(), bytes.size());
+  }
+  /// The receive fails naming `what`, and not a byte reached its buffer.
+  void expectFailure(Request* request, const std::string& what) {
     std::string error;
-    TestResult res = waitDone(*transport_, request_, 5000, &error);
+    TestResult res = waitDone(*transport_, request, 5000, &error);
     EXPECT_FALSE(res.done);
     EXPECT_NE(error.find(what), std::string::npos) << error;
     EXPECT_EQ(buffer_[0], 0) << "nothing may be written into the buffer";
+    EXPECT_EQ(log_.count(LogLevel::Warn, what), 1) << log_.dump();
+    // The comm shut its sockets: past the CTS records it wrote, the peer sees the end.
+    char bytes[4096];
+    ssize_t got = 0;
+    for (int i = 0; i < 100 && (got = recv(control_, bytes, sizeof(bytes), 0)) > 0; ++i) {
+    }
+    EXPECT_EQ(got, 0);
   }
 
   RecordingLogger log_;
@@ -207,48 +223,61 @@ class RoguePeer : public ::testing::Test {
 };
 
 TEST_F(RoguePeer, MessageLargerThanThePostedBuffer) {
-  expectFailure({0, 0, 0, 1u << 30}, "message of 1073741824 bytes for a buffer of 4096");
+  sendMessage({0, 1, 1u << 30});
+  expectFailure(request_, "message of 1073741824 bytes (tag 1) for a buffer of 4096");
 }
-TEST_F(RoguePeer, MessageForAReceiveNotPosted) {
-  expectFailure({7, 0, 0, 10}, "not the next");
-}
-TEST_F(RoguePeer, MessageForASlotNotPosted) {
-  expectFailure({0, 3, 0, 10}, "buffer not posted");
+TEST_F(RoguePeer, LargeMessageForNoPostedReceive) {
+  // Above the eager limit a sender must have seen the receive's CTS record: this one cannot.
+  sendMessage({0, 9, 1u << 20});
+  expectFailure(request_, "message of 1048576 bytes (tag 9) for no posted receive");
 }
 TEST_F(RoguePeer, MessageOutOfSequence) {
-  expectFailure({0, 0, 9, 10}, "out of sequence");
+  sendMessage({9, 1, 10});
+  expectFailure(request_, "out of sequence");
 }
 TEST_F(RoguePeer, GarbageOnTheControlSocket) {
   uint8_t junk[64];
   std::memset(junk, 0xab, sizeof(junk));
   writeAll(control_, junk, sizeof(junk));
-  std::string error;
-  EXPECT_FALSE(waitDone(*transport_, request_, 5000, &error).done);
-  EXPECT_NE(error.find("bad message header"), std::string::npos) << error;
+  expectFailure(request_, "bad message header");
+}
+TEST_F(RoguePeer, MoreUnexpectedMessagesThanTheParkingPoolHolds) {
+  // A sender may have at most kMaxParked small messages out before it knows their receive.
+  for (uint32_t i = 0; i <= wire::kMaxParked; ++i) sendMessage({i, 9, 16}, 16);
+  expectFailure(request_, "more unexpected messages than the connection allows");
+}
+TEST_F(RoguePeer, AParkedMessageLandsWhenItsReceiveIsPosted) {
+  sendMessage({0, 9, 4}, 4);  // no receive with tag 9 yet: parked
+  sendMessage({1, 1, 3}, 3);  // fills the posted receive
+  TestResult first = waitDone(*transport_, request_);
+  ASSERT_TRUE(first.done) << log_.dump();
+  EXPECT_EQ(first.sizes[0], 3u);
+  EXPECT_EQ(buffer_[0], 0x5a);
+  std::array<uint8_t, 8> late{};
+  Request* second = post(late.data(), late.size(), 9);
+  ASSERT_NE(second, nullptr);
+  TestResult res = waitDone(*transport_, second);
+  ASSERT_TRUE(res.done) << log_.dump();
+  EXPECT_EQ(res.sizes[0], 4u);
+  EXPECT_EQ(late[3], 0x5a);
+  EXPECT_EQ(late[4], 0) << "only the message's bytes";
+  EXPECT_EQ(log_.lines(LogLevel::Warn).size(), 0u) << log_.dump();
 }
 TEST_F(RoguePeer, ChunkHeaderThatDoesNotMatchThePlan) {
-  // Messages up to 8 KiB travel inline; a 200 KiB one is one chunk on the data stream.
-  uint8_t header[wire::MsgHeader::kBytes];
-  std::vector<uint8_t> big(200 << 10);
-  void* data[1] = {big.data()};
-  size_t sizes[1] = {big.size()};
-  int tags[1] = {1};
-  // Complete the first receive with an inline message, then aim the second at the stream.
-  uint8_t inlineMsg[wire::MsgHeader::kBytes + 4];
-  wire::encodeMsgHeader({0, 0, 0, 4}, inlineMsg);
-  std::memset(inlineMsg + wire::MsgHeader::kBytes, 1, 4);
-  writeAll(control_, inlineMsg, sizeof(inlineMsg));
+  // Up to 512 KiB the payload follows its header; a 600 KiB one is two chunks on the stream.
+  // Complete the first receive with a small message, then aim the second at the stream.
+  sendMessage({0, 1, 4}, 4);
   ASSERT_TRUE(waitDone(*transport_, request_).done);
-  Request* second = postRecv(*transport_, recv_, 1, data, sizes, tags);
+  buffer_[0] = 0;
+  std::vector<uint8_t> big(600 << 10);
+  Request* second = post(big.data(), big.size(), 1);
   ASSERT_NE(second, nullptr);
-  wire::encodeMsgHeader({1, 0, 1, big.size()}, header);
-  writeAll(control_, header, sizeof(header));
+  sendMessage({1, 1, big.size()});
   uint8_t chunk[wire::ChunkHeader::kBytes];
-  wire::encodeChunkHeader({1, static_cast<uint32_t>(big.size()), 4096}, chunk);
+  wire::encodeChunkHeader({1, 512 << 10, 4096}, chunk);  // chunk 0 starts at offset 0
   writeAll(data_, chunk, sizeof(chunk));
-  std::string error;
-  EXPECT_FALSE(waitDone(*transport_, second, 5000, &error).done);
-  EXPECT_NE(error.find("out of step"), std::string::npos) << error;
+  expectFailure(second, "out of step");
+  EXPECT_EQ(big[0], 0);
 }
 
 }  // namespace

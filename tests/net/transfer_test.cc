@@ -36,6 +36,7 @@ class Transfer : public ::testing::TestWithParam<int> {
     size_t room[1] = {in.size()};
     int tags[1] = {0};
     Request* rr = postRecv(t, pair_.recv, 1, data, room, tags);
+    announce(t, rr);
     Request* sr = postSend(t, pair_.send, out.data(), size, 0);
     EXPECT_NE(rr, nullptr);
     EXPECT_NE(sr, nullptr);
@@ -189,38 +190,46 @@ TEST_P(Transfer, ReceiveLargerThanSendReportsTheRealSize) {
   }
 }
 
-TEST_P(Transfer, TagOfALaterReceiveWaitsForTheCurrentOne) {
-  // Tags pick a buffer within the oldest posted receive only (NCCL's IB semantics): a second
-  // send with tag A cannot overtake into the next receive while B is missing from this one.
+TEST_P(Transfer, TagsFillReceivesInPostingOrderAndRequestsCompleteInOrder) {
+  // The k-th message with tag T lands in the k-th buffer posted with T (where NCCL's IB
+  // transport puts it), whatever order the tags are sent in; a request is reported done only
+  // after every older one.
   Transport& t = *transport_;
-  uint8_t a1[4] = {1, 1, 1, 1}, a2[4] = {2, 2, 2, 2}, b1[4] = {3, 3, 3, 3};
-  uint8_t in[4][4] = {};
+  uint8_t a1[4] = {1, 1, 1, 1}, a2[4] = {2, 2, 2, 2}, b1[4] = {3, 3, 3, 3}, b2[4] = {4, 4, 4, 4};
+  uint8_t c1[4] = {5, 5, 5, 5};
+  uint8_t in[5][4] = {};
   void* g1[2] = {in[0], in[1]};
   void* g2[2] = {in[2], in[3]};
+  void* g3[1] = {in[4]};
   size_t sizes[2] = {4, 4};
   int tags[2] = {10, 11};
+  int tag12[1] = {12};
   Request* r1 = postRecv(t, pair_.recv, 2, g1, sizes, tags);
   Request* r2 = postRecv(t, pair_.recv, 2, g2, sizes, tags);
-  Request* s1 = postSend(t, pair_.send, a1, 4, 10);
-  ASSERT_NE(s1, nullptr);
-  auto early = t.isend(pair_.send, a2, 4, 10, nullptr);
-  ASSERT_TRUE(early.ok());
-  EXPECT_EQ(*early, nullptr) << "tag 10 overtook into the second receive";
-  Request* s2 = postSend(t, pair_.send, b1, 4, 11);
-  Request* s3 = postSend(t, pair_.send, a2, 4, 10);
-  ASSERT_NE(s2, nullptr);
-  ASSERT_NE(s3, nullptr);
+  Request* r3 = postRecv(t, pair_.recv, 1, g3, sizes, tag12);
+  // Small sends complete once written (their test() writes them).
+  auto send = [&](uint8_t* data, int tag) {
+    Request* s = postSend(t, pair_.send, data, 4, tag);
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(waitDone(t, s).done);
+  };
+  send(a1, 10);
+  send(a2, 10);
+  send(c1, 12);
+  // r3 has its message, but r1 and r2 wait for tag 11: nothing is reported done yet.
+  std::string error;
+  EXPECT_FALSE(waitDone(t, r3, 300, &error).done) << "r3 overtook r1 and r2";
+  EXPECT_NE(error.find("not done within"), std::string::npos) << error;
+  send(b1, 11);
   ASSERT_TRUE(waitDone(t, r1).done);
   EXPECT_EQ(in[0][0], 1);
   EXPECT_EQ(in[1][0], 3);
-  for (Request* s : {s1, s2, s3}) ASSERT_TRUE(waitDone(t, s).done);
-  uint8_t b2[4] = {4, 4, 4, 4};
-  Request* s4 = postSend(t, pair_.send, b2, 4, 11);
-  ASSERT_NE(s4, nullptr);
+  send(b2, 11);
   ASSERT_TRUE(waitDone(t, r2).done);
-  EXPECT_EQ(in[2][0], 2);
+  EXPECT_EQ(in[2][0], 2) << "the second tag-10 message fills the second receive";
   EXPECT_EQ(in[3][0], 4);
-  ASSERT_TRUE(waitDone(t, s4).done);
+  ASSERT_TRUE(waitDone(t, r3).done);
+  EXPECT_EQ(in[4][0], 5);
 }
 
 TEST_P(Transfer, CloseReportsWhatEachEndMoved) {
@@ -240,7 +249,7 @@ TEST_P(Transfer, CloseReportsWhatEachEndMoved) {
   EXPECT_EQ(log_.count(LogLevel::Info, " closed" + moved), 2) << log_.dump();
 }
 
-INSTANTIATE_TEST_SUITE_P(Streams, Transfer, ::testing::Values(1, 4, 16),
+INSTANTIATE_TEST_SUITE_P(Streams, Transfer, ::testing::Values(0, 1, 4, 16),
                          [](const ::testing::TestParamInfo<int>& p) {
                            return std::to_string(p.param) + "streams";
                          });
@@ -274,26 +283,79 @@ TEST(TransferLimits, ThirtyTwoGroupedReceivesOfEightAreInFlightAtOnce) {
   auto extra = t->irecv(p.recv, 1, extraData, extraSize, extraTag, nullptr);
   ASSERT_TRUE(extra.ok());
   EXPECT_EQ(*extra, nullptr);
+  announce(*t, recvs[0]);  // writes every posted receive's CTS record
   for (int m = 0; m < kMaxInflight; ++m) {
     sends.push_back(postSend(*t, p.send, out.data() + m * kSize, kSize, m % kMaxRecvs));
     ASSERT_NE(sends.back(), nullptr) << "message " << m;
   }
-  for (Request* r : sends) ASSERT_TRUE(waitDone(*t, r).done);
-  for (Request* r : recvs) ASSERT_TRUE(waitDone(*t, r).done);
+  // 5 MB is more than the kernel buffers one connection: both ends must be driven, oldest
+  // request first (as NCCL tests them).
+  size_t sent = 0, received = 0;
+  const int64_t deadline = monotonicMs() + 30000;
+  while ((sent < sends.size() || received < recvs.size()) && monotonicMs() < deadline) {
+    TestResult res;
+    if (sent < sends.size()) {
+      ASSERT_TRUE(t->test(sends[sent], &res).ok());
+      if (res.done) ++sent;
+    }
+    if (received < recvs.size()) {
+      ASSERT_TRUE(t->test(recvs[received], &res).ok());
+      if (res.done) ++received;
+    }
+  }
+  ASSERT_EQ(sent, sends.size());
+  ASSERT_EQ(received, recvs.size());
   EXPECT_EQ(firstMismatch(in.data(), in.size(), 77), SIZE_MAX);
   closePair(*t, p);
 }
 
-TEST(TransferErrors, SendLargerThanThePostedReceiveFails) {
+TEST(TransferErrors, EagerSendLargerThanThePostedReceiveFailsBothEnds) {
+  // Sent before the sender saw the receive (eager): the receiver refuses it before a byte is
+  // placed and shuts the connection, so the sender fails too.
   RecordingLogger log;
   auto t = loopbackTransport(log);
+  ASSERT_NE(t, nullptr);
+  Pair p = connectPair(*t);
+  std::vector<uint8_t> out(5000, 7), in(4000, 0);
+  void* data[1] = {in.data()};
+  size_t sizes[1] = {in.size()};
+  int tags[1] = {0};
+  Request* r = postRecv(*t, p.recv, 1, data, sizes, tags);
+  ASSERT_NE(r, nullptr);
+  Request* s = postSend(*t, p.send, out.data(), out.size(), 0);
+  ASSERT_NE(s, nullptr);
+  TestResult sent;
+  ASSERT_TRUE(t->test(s, &sent).ok());  // writes it
+  EXPECT_TRUE(sent.done);
+  std::string error;
+  EXPECT_FALSE(waitDone(*t, r, 5000, &error).done);
+  EXPECT_NE(error.find("message of 5000 bytes (tag 0) for a buffer of 4000"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("127.0.0.1:"), std::string::npos) << "names the peer: " << error;
+  EXPECT_EQ(in[0], 0) << "not a byte accepted";
+  // The sender learns it on its next call that reads the connection.
+  Expected<Request*> next = static_cast<Request*>(nullptr);
+  const int64_t deadline = monotonicMs() + 5000;
+  while (next.ok() && monotonicMs() < deadline) {
+    next = t->isend(p.send, out.data(), 100000, 0, nullptr);  // above the eager limit: reads CTS
+  }
+  ASSERT_FALSE(next.ok());
+  EXPECT_NE(next.error().find("peer closed the connection"), std::string::npos) << next.error();
+  EXPECT_EQ(log.count(LogLevel::Warn, "127.0.0.1:"), 2) << "one line per end:\n" << log.dump();
+  closePair(*t, p);
+}
+
+TEST(TransferErrors, SendLargerThanAKnownReceiveFailsAtTheSender) {
+  // Without eager sends the sender knows the buffer first and refuses the message itself.
+  RecordingLogger log;
+  auto t = loopbackTransport(log, {{"NCCL_PILOT_SOCKET_EAGER", "0"}});
   ASSERT_NE(t, nullptr);
   Pair p = connectPair(*t);
   std::vector<uint8_t> out(5000), in(4000);
   void* data[1] = {in.data()};
   size_t sizes[1] = {in.size()};
   int tags[1] = {0};
-  ASSERT_NE(postRecv(*t, p.recv, 1, data, sizes, tags), nullptr);
+  announce(*t, postRecv(*t, p.recv, 1, data, sizes, tags));
   Expected<Request*> r = t->isend(p.send, out.data(), out.size(), 0, nullptr);
   for (int i = 0; i < 100000 && r.ok() && *r == nullptr; ++i) {
     r = t->isend(p.send, out.data(), out.size(), 0, nullptr);

@@ -1,16 +1,17 @@
 // The transport's pure parts: interface selection (NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY),
-// settings, chunk planning and the wire encodings.
+// settings, chunk planning, tag matching and the wire encodings.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <net/if.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "net_test_support.h"
+#include "tag_queue.h"
 #include "wire.h"
 
 namespace nettest {
@@ -120,54 +121,99 @@ TEST(Options, DefaultsRangesAndWarnings) {
   SocketOptions o = socketOptionsFromEnv(loopbackEnv(), &warnings);
   EXPECT_EQ(o.streams, SocketOptions().streams);
   EXPECT_EQ(o.chunkBytes, size_t{512} << 10);
+  EXPECT_EQ(o.eagerBytes, size_t{64} << 10);
   EXPECT_EQ(o.timeoutMs, 30000);
   EXPECT_TRUE(warnings.empty());
   o = socketOptionsFromEnv(loopbackEnv({{"NCCL_PILOT_SOCKET_NSTREAMS", "8"},
                                         {"NCCL_PILOT_SOCKET_CHUNK", "1M"},
+                                        {"NCCL_PILOT_SOCKET_EAGER", "16K"},
                                         {"NCCL_PILOT_SOCKET_TIMEOUT_MS", "500"}}),
                            &warnings);
   EXPECT_EQ(o.streams, 8);
   EXPECT_EQ(o.chunkBytes, size_t{1} << 20);
+  EXPECT_EQ(o.eagerBytes, size_t{16} << 10);
   EXPECT_EQ(o.timeoutMs, 500);
+  EXPECT_TRUE(warnings.empty());
+  o = socketOptionsFromEnv(
+      loopbackEnv({{"NCCL_PILOT_SOCKET_NSTREAMS", "0"}, {"NCCL_PILOT_SOCKET_EAGER", "0"}}),
+      &warnings);
+  EXPECT_EQ(o.streams, 0) << "0 data streams: everything on the control socket";
+  EXPECT_EQ(o.eagerBytes, 0u) << "0: every message waits for its CTS record";
   EXPECT_TRUE(warnings.empty());
   o = socketOptionsFromEnv(loopbackEnv({{"NCCL_PILOT_SOCKET_NSTREAMS", "17"},
                                         {"NCCL_PILOT_SOCKET_CHUNK", "1K"},
+                                        {"NCCL_PILOT_SOCKET_EAGER", "65537"},
                                         {"NCCL_PILOT_SOCKET_TIMEOUT_MS", "soon"}}),
                            &warnings);
   EXPECT_EQ(o.streams, SocketOptions().streams);
   EXPECT_EQ(o.chunkBytes, size_t{512} << 10);
+  EXPECT_EQ(o.eagerBytes, size_t{64} << 10);
   EXPECT_EQ(o.timeoutMs, 30000);
-  ASSERT_EQ(warnings.size(), 3u);
+  ASSERT_EQ(warnings.size(), 4u);
   EXPECT_NE(warnings[0].find("NCCL_PILOT_SOCKET_NSTREAMS=17"), std::string::npos);
+  EXPECT_NE(warnings[2].find("NCCL_PILOT_SOCKET_EAGER=65537"), std::string::npos);
 }
 
 TEST(Options, EverySettingIsInTheTable) {
   std::set<std::string> known;
   for (const auto& s : allSettings()) known.insert(s.name);
-  for (const char* name :
-       {socket_env::kSocketStreams, socket_env::kSocketChunk, socket_env::kSocketTimeoutMs}) {
+  for (const char* name : {socket_env::kSocketStreams, socket_env::kSocketChunk,
+                           socket_env::kSocketEager, socket_env::kSocketTimeoutMs}) {
     EXPECT_EQ(known.count(name), 1u) << name;
   }
 }
 
-TEST(ChunkPlan, SmallMessagesAreInlineLargeOnesSpreadOverEveryStream) {
-  EXPECT_EQ(wire::planChunks(0, 4, 512 << 10).chunks, 0u);
-  EXPECT_EQ(wire::planChunks(wire::kInlineBytes, 4, 512 << 10).chunks, 0u);
-  auto p = wire::planChunks(wire::kInlineBytes + 1, 4, 512 << 10);
-  EXPECT_EQ(p.chunks, 1u);
-  EXPECT_EQ(p.chunkBytes, wire::kMinChunk);
-  p = wire::planChunks(1 << 20, 4, 512 << 10);
+TEST(ChunkPlan, UpToAChunkFollowsTheHeaderLargerSpreadsOverEveryStream) {
+  constexpr uint64_t kChunk = 512 << 10;
+  EXPECT_EQ(wire::planChunks(0, 4, kChunk).chunks, 0u);
+  EXPECT_EQ(wire::planChunks(kChunk, 4, kChunk).chunks, 0u) << "NCCL's 512K step is not cut";
+  EXPECT_EQ(wire::planChunks(16 << 20, 0, kChunk).chunks, 0u)
+      << "without data streams everything follows its header";
+  auto p = wire::planChunks(kChunk + 1, 4, kChunk);
+  EXPECT_EQ(p.chunks, 4u);
+  EXPECT_EQ(p.chunkBytes, 132u << 10) << "a quarter, rounded up to whole pages";
+  p = wire::planChunks(70000, 4, wire::kMinChunk);
+  EXPECT_EQ(p.chunks, 2u);
+  EXPECT_EQ(p.chunkBytes, wire::kMinChunk) << "never below NCCL's socket task minimum";
+  p = wire::planChunks(512 << 10, 4, 128 << 10);
+  EXPECT_EQ(p.chunks, 4u) << "a smaller chunk spreads NCCL's 512K step over the streams";
+  EXPECT_EQ(p.chunkBytes, 128u << 10);
+  p = wire::planChunks(1 << 20, 4, kChunk);
   EXPECT_EQ(p.chunks, 4u);
   EXPECT_EQ(p.chunkBytes, 256u << 10);
-  p = wire::planChunks(16 << 20, 4, 512 << 10);
+  p = wire::planChunks(16 << 20, 4, kChunk);
   EXPECT_EQ(p.chunks, 32u);
   EXPECT_EQ(p.chunkBytes, 512u << 10);
-  p = wire::planChunks(1000001, 3, 512 << 10);  // uneven: page-rounded, last chunk shorter
+  p = wire::planChunks(1000001, 3, kChunk);  // uneven: page-rounded, last chunk shorter
   EXPECT_EQ(p.chunkBytes % wire::kChunkAlign, 0u);
   EXPECT_GE(p.chunkBytes * p.chunks, 1000001u);
   EXPECT_LT(p.chunkBytes * (p.chunks - 1), 1000001u);
   p = wire::planChunks(wire::kMaxMessage, 16, 64 << 20);
   EXPECT_EQ(p.chunks, wire::kMaxMessage / (64 << 20));
+}
+
+TEST(TagQueue, TheKthMessageWithATagTakesTheKthBufferPostedWithIt) {
+  TagQueue q;
+  // Two grouped receives {10, 11}, {10, 11}, then one {12}.
+  for (int32_t tag : {10, 11, 10, 11, 12}) q.push(tag);
+  uint32_t at = 99;
+  EXPECT_FALSE(q.take(13, &at)) << "no buffer with this tag";
+  ASSERT_TRUE(q.take(10, &at));
+  EXPECT_EQ(at, 0u);
+  ASSERT_TRUE(q.take(10, &at));
+  EXPECT_EQ(at, 2u) << "the second 10 goes to the second receive, as NCCL's IB places it";
+  EXPECT_FALSE(q.take(10, &at));
+  EXPECT_EQ(q.outstanding(), 4u) << "buffer 0 taken, buffer 1 still waiting";
+  ASSERT_TRUE(q.take(12, &at));
+  EXPECT_EQ(at, 4u);
+  ASSERT_TRUE(q.take(11, &at));
+  EXPECT_EQ(at, 1u);
+  EXPECT_EQ(q.outstanding(), 2u) << "buffers 0..2 taken: the oldest waiting one is 3";
+  ASSERT_TRUE(q.take(11, &at));
+  EXPECT_EQ(at, 3u);
+  EXPECT_FALSE(q.waiting());
+  EXPECT_EQ(q.push(10), 5u);
+  EXPECT_EQ(q.tagOf(5), 10);
 }
 
 TEST(Wire, EncodingsRoundTripAndRejectForeignBytes) {
@@ -190,6 +236,35 @@ TEST(Wire, EncodingsRoundTripAndRejectForeignBytes) {
   bytes[0] ^= 0xff;
   EXPECT_FALSE(wire::decodeHandle(bytes, &back));
 
+  wire::Hello hi;
+  hi.index = 2;
+  hi.streams = 3;
+  hi.chunkBytes = 1 << 20;
+  hi.secret = 42;
+  hi.nonce = 0xfeedfacecafebeefull;
+  hi.eagerBytes = 32 << 10;
+  uint8_t hello[wire::Hello::kBytes];
+  wire::encodeHello(hi, hello);
+  wire::Hello hb;
+  ASSERT_TRUE(wire::decodeHello(hello, &hb));
+  EXPECT_EQ(hb.index, 2);
+  EXPECT_EQ(hb.streams, 3);
+  EXPECT_EQ(hb.nonce, hi.nonce);
+  EXPECT_EQ(hb.eagerBytes, 32u << 10);
+  EXPECT_EQ(wire::helloProblem(hb, 42, 64 << 20), nullptr);
+  EXPECT_STREQ(wire::helloProblem(hb, 43, 64 << 20), "wrong secret");
+  for (auto spoil : std::vector<std::function<void(wire::Hello&)>>{
+           [](wire::Hello& x) { x.streams = wire::kMaxStreams + 1; },
+           [](wire::Hello& x) { x.index = 4; }, [](wire::Hello& x) { x.chunkBytes = 4096; },
+           [](wire::Hello& x) { x.chunkBytes = 128 << 20; },
+           [](wire::Hello& x) { x.eagerBytes = wire::kMaxEager + 1; }}) {
+    wire::Hello bad = hb;
+    spoil(bad);
+    EXPECT_STREQ(wire::helloProblem(bad, 42, 64 << 20), "malformed hello");
+  }
+  hello[4] = 1;  // protocol version 1
+  EXPECT_FALSE(wire::decodeHello(hello, &hb));
+
   wire::Cts c;
   c.group = 9;
   c.n = 3;
@@ -207,14 +282,15 @@ TEST(Wire, EncodingsRoundTripAndRejectForeignBytes) {
   EXPECT_EQ(d.capacity[1], uint64_t{1} << 39);
 
   uint8_t msg[wire::MsgHeader::kBytes];
-  wire::encodeMsgHeader({5, 7, 11, 123456789012ull}, msg);
+  wire::encodeMsgHeader({11, -7, 123456789012ull}, msg);
   wire::MsgHeader m;
   ASSERT_TRUE(wire::decodeMsgHeader(msg, &m));
-  EXPECT_EQ(m.group, 5u);
-  EXPECT_EQ(m.slot, 7);
   EXPECT_EQ(m.seq, 11u);
+  EXPECT_EQ(m.tag, -7);
   EXPECT_EQ(m.size, 123456789012ull);
   EXPECT_FALSE(wire::decodeCtsHead(msg, &d)) << "a message header is not a CTS record";
+  msg[12] = 1;  // the reserved word must be zero
+  EXPECT_FALSE(wire::decodeMsgHeader(msg, &m));
 }
 
 TEST(Properties, PciPathAndSpeedComeFromTheSysfsRoot) {

@@ -1,7 +1,8 @@
-// The multi-stream TCP transport: per connection one control socket and N data streams, messages
-// cut into chunks spread round-robin over the streams, all I/O nonblocking and driven by the
-// calls NCCL makes (isend/irecv/test/connect/accept), so no helper thread is needed. The wire
-// protocol is described in net/README.md.
+// The TCP transport: per connection one control socket, on which every message's header goes
+// and, unless it is large, its payload (sent at once, like NCCL's own socket transport), and N
+// data streams that large messages are cut into chunks over. All I/O is nonblocking and driven
+// by the calls NCCL makes (isend/irecv/test/connect/accept), so no helper thread is needed. The
+// wire protocol is described in net/README.md.
 #pragma once
 
 #include <memory>
@@ -18,31 +19,35 @@ namespace pilot::net {
 namespace socket_env {
 constexpr const char* kSocketStreams = "NCCL_PILOT_SOCKET_NSTREAMS";
 constexpr const char* kSocketChunk = "NCCL_PILOT_SOCKET_CHUNK";
+constexpr const char* kSocketEager = "NCCL_PILOT_SOCKET_EAGER";
 constexpr const char* kSocketTimeoutMs = "NCCL_PILOT_SOCKET_TIMEOUT_MS";
 constexpr const char* kSysfsRoot = "NCCL_PILOT_SYSFS_ROOT";
 }  // namespace socket_env
 
 struct SocketOptions {
-  static constexpr int kMinStreams = 1;
+  static constexpr int kMinStreams = 0;
   static constexpr int kMaxStreams = 16;
   static constexpr size_t kMinChunk = size_t{64} << 10;
   static constexpr size_t kMaxChunk = size_t{64} << 20;
+  static constexpr size_t kMaxEager = size_t{64} << 10;
   static constexpr int kMinTimeoutMs = 100;
   static constexpr int kMaxTimeoutMs = 3600 * 1000;
 
-  /// Data streams per connection. Chosen on loopback (docs/performance.md, "TCP transport";
-  /// tests/net/run_stream_bench.sh, 8 messages in flight, GB/s at real-time priority):
-  ///   streams    512K   1M    4M
-  ///   1          7.15  7.32  5.73
-  ///   2          6.42  7.29  6.38
-  ///   4          5.83  7.67  6.25
-  ///   8          5.27  5.45  6.24
-  /// One thread moves every stream, so more streams add no CPU on loopback: 1 and 2 are within
-  /// 10% of each other and ahead of 4 and 8 at NCCL's 512K step. 2 keeps two flows for what
-  /// loopback cannot show (RSS spreading receive work over cores, per-flow caps, ECMP).
+  /// Data streams per connection, besides the control socket: they carry the chunks of
+  /// messages above chunkBytes. NCCL's default steps (512K Simple, smaller LL/LL128) stay on
+  /// the control socket like all of NCCL's own socket traffic; larger steps (NCCL_BUFFSIZE
+  /// above 4M) or a smaller chunk spread over two flows, for what loopback cannot show (RSS
+  /// spreading receive work over cores, per-flow caps, ECMP). On loopback, one thread moving
+  /// every stream, 0, 2 and 4 streams were within the noise of each other
+  /// (docs/performance.md, "TCP transport").
   int streams = 2;
-  /// Largest piece of a message one stream carries before the next stream takes over.
+  /// Largest piece of a message one stream carries before the next stream takes over; a
+  /// message of at most this size is not cut: it follows its header on the control socket.
   size_t chunkBytes = size_t{512} << 10;
+  /// Messages up to this size are written before the receiver's CTS record for them arrived
+  /// (up to 64 of them, 256 KiB in all, at a time: what the receiver can park when their
+  /// receive is not posted yet); 0 = every message waits for its CTS record.
+  size_t eagerBytes = size_t{64} << 10;
   /// Bound on connection setup and on detecting a dead peer (TCP user timeout and keepalive).
   int timeoutMs = 30000;
   /// Root of the sysfs tree device facts are read from (tests replay recorded trees).

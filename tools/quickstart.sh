@@ -24,9 +24,18 @@ step "This machine as the net plugin would describe it to NCCL (no GPU here: not
 step "A recorded KVM guest: GPUs and RDMA NICs on root ports (PHB), repaired into PIX pairs" \
   "$pilot" topo --sysfs-root tests/topology/data/kvm-flat-2gpu-2nic --nccl-xml build/kvm-topo.xml
 step "The NCCL_TOPO_FILE the plugin would hand NCCL for it" cat build/kvm-topo.xml
+# The plugin's INFO line on who carries the data, for a recorded sysfs tree (netbench then stops:
+# with 0 devices there is nothing to measure, as NCCL would move on to its own transports).
+transport_choice() {
+  NCCL_PILOT_SYSFS_ROOT=$1 NCCL_SOCKET_IFNAME=lo "$pilot" netbench \
+    --plugin build/lib/libnccl-net-pilot.so --sizes 4K --verbose 2>&1 |
+    grep -m1 "transport auto" || true
+}
+step "Its RoCE ports are ACTIVE: by default the plugin leaves the data to NCCL's IB transport" \
+  transport_choice tests/topology/data/kvm-flat-2gpu-2nic
 step "netbench: our TCP transport driven like NCCL's proxy, between two processes over loopback" \
-  env NCCL_SOCKET_IFNAME=lo "$pilot" netbench --plugin build/lib/libnccl-net-pilot.so \
-  --sizes 64K,1M,4M --iters 20
+  env NCCL_PILOT_TRANSPORT=socket NCCL_SOCKET_IFNAME=lo "$pilot" netbench \
+  --plugin build/lib/libnccl-net-pilot.so --sizes 4K,64K,1M,4M --iters 20
 sweep=tests/calibration/data/synthetic-2n-allreduce.txt
 labels=(--label 'iteration_*=default' --label 'proto_simple*=NCCL_PROTO=Simple'
   --label 'proto_ll128=NCCL_PROTO=LL128' --label 'algo_tree=NCCL_ALGO=Tree')

@@ -31,10 +31,11 @@ const std::vector<SettingInfo>& allSettings() {
        "detect from this hwloc XML export (lstopo --of xml) instead of the live machine", nullptr},
       {setting::kSysfsRoot, SettingType::Path, "/",
        "directory that holds sys/ and proc/ for detection (tests replay recorded trees)", nullptr},
-      {setting::kTransport, SettingType::Enum, "socket",
-       "network transport of the net plugin: socket = multi-stream TCP; none = topology only, "
-       "NCCL keeps its own IB/Socket",
-       "none|socket"},
+      {setting::kTransport, SettingType::Enum, "auto",
+       "network transport of the net plugin: auto = none where NCCL's IB transport will carry "
+       "the data (an RDMA port ACTIVE, IB not disabled), else socket; socket = our TCP "
+       "transport; none = topology only, NCCL keeps its own IB/Socket",
+       "auto|none|socket"},
       // The socket transport (net/include/pilot/net/socket.h reads them; ranges there).
       {"NCCL_PILOT_SOCKET_NSTREAMS", SettingType::Text, "2",
        "data streams (TCP connections) per NCCL connection of the socket transport, 0..16",

@@ -1,7 +1,8 @@
 // The exported net structs ncclNetPlugin_v6 .. _v12. Init hands NCCL our topology file (once
-// per process) and starts the transport NCCL_PILOT_TRANSPORT names: socket (the default, the
-// multi-stream TCP transport of net/, every call mapped by net/adapters.h) or none
-// (topology-only: devices() reports 0, so NCCL moves on to its own transports). Each NCCL takes
+// per process) and starts the transport NCCL_PILOT_TRANSPORT names: auto (the default: none
+// where NCCL's IB transport will carry the data, else socket), socket (the TCP transport of
+// net/, every call mapped by net/adapters.h) or none (topology-only: devices() reports 0, so
+// NCCL moves on to its own transports). Each NCCL takes
 // the newest symbol it knows (research/net.md §1.1).
 //
 // What NCCL does with a plugin that reports 0 devices (read in NCCL's src/plugin/net.cc,

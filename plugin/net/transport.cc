@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "pilot/net/socket.h"
+#include "pilot/topology/fabric.h"
 
 namespace pilot::plugin {
 namespace {
@@ -35,10 +36,26 @@ void announceDevices(const TransportState& state, Logger& log) {
 
 void startTransport(const EnvLookup& env, Logger& log) noexcept {
   try {
-    auto choice = readChoice(env, setting::kTransport, "none|socket", "socket");
-    std::string mode = choice.ok() ? choice.value() : "socket";
-    if (!choice.ok()) PILOT_LOG(log, Warn, kFlags, "%s; using socket", choice.error().c_str());
-    if (mode == "none") {
+    auto choice = readChoice(env, setting::kTransport, "auto|none|socket", "auto");
+    std::string mode = choice.ok() ? choice.value() : "auto";
+    if (!choice.ok()) PILOT_LOG(log, Warn, kFlags, "%s; using auto", choice.error().c_str());
+    if (mode == "auto") {
+      // The same decision the tuner's fabric= key sees (topology/fabric.h): from the RDMA
+      // ports and NCCL's own switches, so every rank of a job decides alike.
+      const topology::FabricChoice fabric = topology::detectFabric(env);
+      if (fabric.rdma) {
+        PILOT_LOG(log, Info, kFlags,
+                  "transport auto: topology-only mode, reporting 0 network devices so NCCL's "
+                  "IB transport carries the data (%s); NCCL_PILOT_TRANSPORT=socket forces our "
+                  "TCP transport",
+                  fabric.why.c_str());
+        return;
+      }
+      PILOT_LOG(log, Info, kFlags,
+                "transport auto: our TCP transport carries the data (%s); "
+                "NCCL_PILOT_TRANSPORT=none leaves it to NCCL",
+                fabric.why.c_str());
+    } else if (mode == "none") {
       PILOT_LOG(log, Info, kFlags,
                 "topology-only mode: reporting 0 network devices, so NCCL uses its own "
                 "IB/Socket transport");

@@ -1,6 +1,8 @@
 // The net plugin's transport, chosen once per process at the first init: NCCL_PILOT_TRANSPORT
-// = socket (the default) starts the multi-stream TCP transport of net/; none keeps
-// topology-only mode, where devices() reports 0 and NCCL uses its own IB/Socket transport.
+// = auto (the default) is topology-only where NCCL's IB transport will carry the data (an RDMA
+// port ACTIVE and IB not turned off: topology/fabric.h) and the TCP transport of net/
+// elsewhere; socket forces the TCP transport; none forces topology-only mode, where devices()
+// reports 0 and NCCL uses its own IB/Socket transport.
 #pragma once
 
 #include "pilot/core/config.h"

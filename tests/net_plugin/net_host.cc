@@ -28,7 +28,8 @@ void resetEnv() {
   for (const char* name :
        {"NCCL_PILOT_TOPO", "NCCL_PILOT_TOPO_REPAIR", "NCCL_PILOT_TOPO_DUMP", "NCCL_PILOT_HWLOC_XML",
         "NCCL_PILOT_SYSFS_ROOT", "NCCL_PILOT_TRANSPORT", "NCCL_TOPO_FILE", "NCCL_DEBUG",
-        "NCCL_PILOT_TUNER_TABLE", "NCCL_TUNER_CONFIG_FILE"}) {
+        "NCCL_PILOT_TUNER_TABLE", "NCCL_TUNER_CONFIG_FILE", "NCCL_IB_DISABLE", "NCCL_IB_HCA",
+        "NCCL_NET"}) {
     unsetenv(name);
   }
   // These scenarios test topology-only mode; the TCP transport (the default) has its own

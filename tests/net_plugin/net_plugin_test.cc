@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "net_host.h"
@@ -333,28 +334,111 @@ TEST(NetPluginTopology, TheFileSurvivesExecAndCannotBeChanged) {
   });
 }
 
-TEST(NetPluginTransport, SocketIsTheDefaultAndNoneIsTopologyOnly) {
+/// devices() after a v12 init with `env` set (and NCCL_PILOT_TRANSPORT unset: the default).
+int devicesWith(const std::vector<std::pair<const char*, std::string>>& env) {
+  setenv("NCCL_PILOT_TOPO", "0", 1);
+  unsetenv("NCCL_PILOT_TRANSPORT");
+  setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+  for (const auto& [name, value] : env) setenv(name, value.c_str(), 1);
+  void* symbol = netSymbol(openModule(), 12);
+  void* ctx = nullptr;
+  EXPECT_EQ(initLikeNccl(symbol, 12, &ctx), Success);
+  const int n = devicesOf(symbol);
+  finalizeLikeNccl(symbol, 12, ctx);
+  return n;
+}
+
+const std::string kRoce = std::string(PILOT_TOPOLOGY_DATA) + "/kvm-flat-2gpu-2nic";
+const std::string kInfiniband = std::string(PILOT_TOPOLOGY_DATA) + "/baremetal-2gpu-2nic-switch";
+
+/// A sysfs tree with one RDMA port in `state` (as the kernel writes it, "1: DOWN").
+std::string rdmaTree(const std::string& state) {
+  char dir[] = "/tmp/pilot-rdma-sysfs-XXXXXX";
+  EXPECT_NE(mkdtemp(dir), nullptr);
+  const std::string port = std::string(dir) + "/sys/class/infiniband/mlx5_0/ports/1";
+  EXPECT_EQ(std::system(("mkdir -p " + port).c_str()), 0);
+  EXPECT_EQ(std::system(("echo '" + state + "' > " + port + "/state && echo InfiniBand > " + port +
+                         "/link_layer")
+                            .c_str()),
+            0);
+  return dir;
+}
+
+TEST(NetPluginTransport, AutoIsTheDefaultAndGivesTcpWhereNoRdmaPortIsActive) {
   inChild([] {
-    setenv("NCCL_PILOT_TOPO", "0", 1);
-    unsetenv("NCCL_PILOT_TRANSPORT");
-    setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-    void* symbol = netSymbol(openModule(), 12);
-    void* ctx = nullptr;
-    ASSERT_EQ(initLikeNccl(symbol, 12, &ctx), Success);
-    EXPECT_EQ(devicesOf(symbol), 1) << dumpLogs();
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", PILOT_EMPTY_SYSFS_ROOT}}), 1) << dumpLogs();
+    EXPECT_EQ(
+        countLogs(LogInfo, {"NET/Pilot", "transport auto: our TCP transport", "no RDMA device"}), 1)
+        << dumpLogs();
     EXPECT_EQ(countLogs(LogInfo, {"NET/Pilot", "socket transport on 1 interface(s): lo"}), 1)
         << dumpLogs();
-    finalizeLikeNccl(symbol, 12, ctx);
   });
   inChild([] {
-    setenv("NCCL_PILOT_TOPO", "0", 1);
-    setenv("NCCL_PILOT_TRANSPORT", "None", 1);
-    void* symbol = netSymbol(openModule(), 12);
-    void* ctx = nullptr;
-    ASSERT_EQ(initLikeNccl(symbol, 12, &ctx), Success);
-    EXPECT_EQ(devicesOf(symbol), 0);
+    const std::string down = rdmaTree("1: DOWN");
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", down}}), 1) << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"transport auto: our TCP transport",
+                                  "no RDMA port ACTIVE (mlx5_0 port 1 DOWN, InfiniBand)"}),
+              1)
+        << dumpLogs();
+    std::system(("rm -rf " + down).c_str());
+  });
+}
+
+TEST(NetPluginTransport, AutoLeavesTheDataToNcclsIbWhereAnRdmaPortIsActive) {
+  inChild([] {
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", kRoce}}), 0) << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"NET/Pilot", "transport auto: topology-only mode",
+                                  "mlx5_0 port 1 ACTIVE, Ethernet"}),
+              1)
+        << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"socket transport on"}), 0) << dumpLogs();
+  });
+  inChild([] {
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", kInfiniband}}), 0) << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"transport auto: topology-only mode", "InfiniBand"}), 1)
+        << dumpLogs();
+  });
+  inChild([] {
+    const std::string active = rdmaTree("4: ACTIVE");
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", active}}), 0) << dumpLogs();
+    std::system(("rm -rf " + active).c_str());
+  });
+}
+
+TEST(NetPluginTransport, AutoGivesTcpWhereNcclWillNotUseIb) {
+  // NCCL_IB_DISABLE=1: NCCL would fall back to its own Socket; ours is faster.
+  inChild([] {
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", kRoce}, {"NCCL_IB_DISABLE", "1"}}), 1)
+        << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"transport auto: our TCP transport", "NCCL_IB_DISABLE=1"}), 1)
+        << dumpLogs();
+  });
+  // NCCL_NET=Pilot: the user asked for this plugin's network by name.
+  inChild([] {
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", kInfiniband}, {"NCCL_NET", "Pilot"}}), 1)
+        << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"transport auto: our TCP transport", "NCCL_NET=Pilot"}), 1)
+        << dumpLogs();
+  });
+  // NCCL_IB_HCA naming no port that is up: NCCL's IB has nothing to use.
+  inChild([] {
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", kRoce}, {"NCCL_IB_HCA", "=mlx5_7"}}), 1)
+        << dumpLogs();
+  });
+}
+
+TEST(NetPluginTransport, SocketAndNoneForceEitherWay) {
+  inChild([] {
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", kRoce}, {"NCCL_PILOT_TRANSPORT", "socket"}}),
+              1)
+        << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"transport auto"}), 0) << dumpLogs();
+  });
+  inChild([] {
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", PILOT_EMPTY_SYSFS_ROOT},
+                           {"NCCL_PILOT_TRANSPORT", "None"}}),
+              0);
     EXPECT_EQ(countLogs(LogInfo, {"topology-only mode"}), 1) << dumpLogs();
-    finalizeLikeNccl(symbol, 12, ctx);
   });
 }
 
@@ -363,11 +447,13 @@ TEST(NetPluginTransport, UnknownValueIsAWarnAndTheDefaultHolds) {
     setenv("NCCL_PILOT_TOPO", "0", 1);
     setenv("NCCL_PILOT_TRANSPORT", "rdma", 1);
     setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+    setenv("NCCL_PILOT_SYSFS_ROOT", PILOT_EMPTY_SYSFS_ROOT, 1);
     void* symbol = netSymbol(openModule(), 7);
     void* ctx = nullptr;
     ASSERT_EQ(initLikeNccl(symbol, 7, &ctx), Success);
     EXPECT_EQ(devicesOf(symbol), 1);
-    EXPECT_EQ(countLogs(LogWarn, {"NCCL_PILOT_TRANSPORT=rdma", "none|socket", "using socket"}), 1)
+    EXPECT_EQ(countLogs(LogWarn, {"NCCL_PILOT_TRANSPORT=rdma", "auto|none|socket", "using auto"}),
+              1)
         << dumpLogs();
   });
 }

@@ -42,6 +42,10 @@ const std::vector<SettingInfo>& allSettings() {
        nullptr},
       {"NCCL_PILOT_SOCKET_CHUNK", SettingType::Text, "512K",
        "largest piece of a message one data stream carries, 64K..64M", nullptr},
+      {"NCCL_PILOT_SOCKET_NTHREADS", SettingType::Text, "0",
+       "helper threads per comm that move the data streams, 0..16 (0 = NCCL's progress thread "
+       "moves everything inside test())",
+       nullptr},
       {"NCCL_PILOT_SOCKET_EAGER", SettingType::Text, "64K",
        "messages up to this size are sent before the receiver's CTS record for them, 0..64K "
        "(0 = every message waits for it)",

@@ -53,6 +53,7 @@ Expected<std::unique_ptr<PendingConnect>> PendingConnect::start(const void* hand
   p->streams_ = options.streams;
   p->chunkBytes_ = options.chunkBytes;
   p->eagerBytes_ = options.eagerBytes;
+  p->threads_ = options.threads;
   p->timeoutMs_ = options.timeoutMs;
   p->trafficClass_ = connect.trafficClass;
   p->deadline_ = nowMs() + options.timeoutMs;
@@ -152,6 +153,7 @@ Connection PendingConnect::take() {
   c.streams = streams_;
   c.chunkBytes = chunkBytes_;
   c.eagerBytes = eagerBytes_;
+  c.threads = threads_;
   c.peer = peerName_;
   return c;
 }

@@ -22,6 +22,7 @@ SocketListenComm::SocketListenComm(Fd listener, uint64_t secret, const SocketOpt
     : listener_(std::move(listener)),
       secret_(secret),
       timeoutMs_(options.timeoutMs),
+      threads_(options.threads),
       family_(AF_INET),
       log_(log) {
   pending_.reserve(kMaxPendingSockets);
@@ -87,6 +88,7 @@ Expected<SocketRecvComm*> SocketListenComm::accept() {
       done.streams = c.streams;
       done.chunkBytes = c.chunkBytes;
       done.eagerBytes = c.eagerBytes;
+      done.threads = threads_;
       done.peer = c.peer;
       connections_.erase(connections_.begin() + static_cast<std::ptrdiff_t>(i));
       return new SocketRecvComm(std::move(done), log_);

@@ -4,6 +4,8 @@
 // whose receive is not posted yet is parked in a fixed pool until it is; anything else the
 // sender could not have known to send is a protocol error. Payloads are read straight into
 // the posted buffers (chunks from their data streams).
+#include <poll.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -20,6 +22,8 @@ SocketRecvComm::SocketRecvComm(Connection connection, Logger& log)
       latch_(log, "receive from", std::move(connection.peer)) {
   adoptStreams(connection, streams_);
   for (Group& g : groups_) g.owner = this;
+  workers_ = StreamWorkers::start(connection.threads, streams_, streamCount_, POLLIN, this,
+                                  &SocketRecvComm::moveStream);
 }
 
 SocketRecvComm::~SocketRecvComm() {
@@ -60,7 +64,7 @@ Expected<Request*> SocketRecvComm::irecv(int n, void* const* data, const size_t*
     s.size = 0;
     s.group = postedGroups_;
     s.plan = {};
-    s.chunksLeft = 0;
+    s.chunksLeft.store(0, std::memory_order_relaxed);
   }
   ++postedGroups_;
   if (parkedCount_ > 0) {
@@ -113,16 +117,22 @@ Status SocketRecvComm::progress() {
   if (latch_.failed()) return latch_.error();
   bool busy = false;
   if (Status s = readControl(&busy); !s) return s;
-  for (int i = 0; i < streamCount_; ++i) {
-    if (!streams_[i].empty()) {
-      if (Status s = readStream(streams_[i]); !s) return s;
+  if (workers_) {
+    if (workers_->failed()) return fail(workers_->error());
+  } else {
+    for (int i = 0; i < streamCount_; ++i) {
+      if (!streams_[i].empty()) {
+        StreamPass pass = readStream(streams_[i]);
+        if (!pass.error.empty()) return fail(pass.error);
+      }
     }
   }
-  // CTS records go out in batches while messages keep arriving (the sender is ahead and can
-  // wait), and at once when the control socket is quiet: then the sender may be waiting for
-  // them (a large message, or its eager budget spent).
+  settleStriped();
+  // CTS records go out in batches while small messages keep arriving (the sender is ahead and
+  // can wait), and at once when the control socket is quiet (the sender may be waiting for
+  // them) or large messages come (each waits for its record).
   const uint32_t pending = postedGroups_ - ctsSent_;
-  if (pending > 0 && (!busy || ctsMoved_ > 0 || pending >= kCtsBatch)) {
+  if (pending > 0 && (!busy || ctsMoved_ > 0 || pending >= kCtsBatch || lastSize_ > eagerBytes_)) {
     if (Status s = writeCts(); !s) return s;
   }
   return Status::success();
@@ -237,6 +247,7 @@ Status SocketRecvComm::onHeader(const wire::MsgHeader& h) {
     return fail("protocol error: message " + std::to_string(h.seq) + " out of sequence");
   }
   ++nextMsgSeq_;
+  lastSize_ = h.size;
   // A parked message with this tag is older: it takes the next buffer with the tag first.
   bool olderParked = false;
   for (int i = 0; i < parkedCount_ && !olderParked; ++i) olderParked = parked_[i].tag == h.tag;
@@ -262,12 +273,15 @@ Status SocketRecvComm::place(uint32_t index, const wire::MsgHeader& h) {
     }
     return Status::success();
   }
-  s.chunksLeft = s.plan.chunks;
+  s.chunksLeft.store(s.plan.chunks, std::memory_order_relaxed);
   s.base = nextStream_;
+  striped_[stripedTail_++ & kRingMask] = index;
   const uint32_t n = static_cast<uint32_t>(streamCount_);
   nextStream_ = (nextStream_ + s.plan.chunks) % n;
   const uint32_t used = std::min<uint32_t>(s.plan.chunks, n);
+  // Everything above is written before the push publishes the buffer to the streams.
   for (uint32_t c = 0; c < used; ++c) streams_[(s.base + c) % n].push(index);
+  if (workers_) workers_->wake();
   return Status::success();
 }
 
@@ -348,7 +362,7 @@ Status SocketRecvComm::unpark() {
   return Status::success();
 }
 
-Status SocketRecvComm::readStream(StreamCursor& stream) {
+StreamPass SocketRecvComm::readStream(StreamCursor& stream) {
   const uint32_t n = static_cast<uint32_t>(streamCount_);
   const uint64_t hdr = wire::ChunkHeader::kBytes;
   while (!stream.empty()) {
@@ -367,21 +381,17 @@ Status SocketRecvComm::readStream(StreamCursor& stream) {
     const uint64_t payloadDone = stream.moved > hdr ? stream.moved - hdr : 0;
     iov[count++] = {s.data + offset + payloadDone, length - payloadDone};
     IoResult r = recvSome(stream.fd.get(), iov, count);
-    if (r.kind == IoResult::WouldBlock) return Status::success();
-    if (r.kind == IoResult::Closed) {
-      return fail("data stream " + std::to_string(stream.index) +
-                  " closed by the peer mid-message");
-    }
-    if (r.kind == IoResult::Failed) {
-      return fail("data stream " + std::to_string(stream.index) + ": " + errnoText(r.error));
-    }
+    if (r.kind == IoResult::WouldBlock) return {true, {}};
+    auto name = [&] { return "data stream " + std::to_string(stream.index); };
+    if (r.kind == IoResult::Closed) return {false, name() + " closed by the peer mid-message"};
+    if (r.kind == IoResult::Failed) return {false, name() + ": " + errnoText(r.error)};
     const uint64_t before = stream.moved;
     stream.moved += r.bytes;
     if (before < hdr && stream.moved >= hdr) {
       wire::ChunkHeader c;
       wire::decodeChunkHeader(stream.header, &c);
       if (c.seq != s.seq || c.length != length || c.offset != offset) {
-        return fail("protocol error: data stream " + std::to_string(stream.index) + " out of step");
+        return {false, "protocol error: " + name() + " out of step"};
       }
     }
     if (stream.moved < hdr + length) continue;
@@ -391,9 +401,19 @@ Status SocketRecvComm::readStream(StreamCursor& stream) {
       ++stream.head;
       stream.started = false;
     }
-    if (--s.chunksLeft == 0) slotFilled(index);
+    // Last: the release orders the bytes just read before the progress thread's acquire.
+    s.chunksLeft.fetch_sub(1, std::memory_order_acq_rel);
   }
-  return Status::success();
+  return {};
+}
+
+void SocketRecvComm::settleStriped() {
+  while (stripedHead_ != stripedTail_) {
+    const uint32_t index = striped_[stripedHead_ & kRingMask];
+    if (slot(index).chunksLeft.load(std::memory_order_acquire) != 0) return;
+    ++stripedHead_;
+    slotFilled(index);
+  }
 }
 
 }  // namespace pilot::net

@@ -8,6 +8,8 @@
 // - anything else waits (isend returns NULL) until a CTS record names its buffer.
 // So every byte on the control socket is one the receiver can take without waiting for a later
 // one, and no message can block the one behind it (net/README.md, "Data path").
+#include <poll.h>
+
 #include <algorithm>
 
 #include "socket_comm.h"
@@ -22,6 +24,8 @@ SocketSendComm::SocketSendComm(Connection connection, Logger& log)
       latch_(log, "send to", std::move(connection.peer)) {
   adoptStreams(connection, streams_);
   for (Message& m : messages_) m.owner = this;
+  workers_ = StreamWorkers::start(connection.threads, streams_, streamCount_, POLLOUT, this,
+                                  &SocketSendComm::moveStream);
 }
 
 SocketSendComm::~SocketSendComm() {
@@ -93,13 +97,15 @@ Expected<Request*> SocketSendComm::isend(const void* data, size_t size, int tag)
   m.seq = nextSeq_++;
   m.headerSent = false;
   m.plan = wire::planChunks(size, streamCount_, chunkBytes_);
-  m.chunksLeft = m.plan.chunks;
+  m.chunksLeft.store(m.plan.chunks, std::memory_order_relaxed);
   m.base = nextStream_;
   wire::encodeMsgHeader({m.seq, tag, size}, m.header);
   if (m.plan.chunks > 0) {
     nextStream_ = (nextStream_ + m.plan.chunks) % static_cast<uint32_t>(streamCount_);
     const uint32_t used = std::min<uint32_t>(m.plan.chunks, static_cast<uint32_t>(streamCount_));
+    // Everything above is written before the push publishes the message to the streams.
     for (uint32_t c = 0; c < used; ++c) streams_[(m.base + c) % streamCount_].push(m.seq);
+    if (workers_) workers_->wake();
   }
   // No I/O here: test() writes every queued message in one system call, and NCCL tests right
   // after posting (its own socket transport works the same way).
@@ -110,6 +116,7 @@ Status SocketSendComm::test(SocketRequest* request, TestResult* result) {
   auto* m = static_cast<Message*>(request);
   if (m->state == SocketRequest::State::Active) {
     if (Status s = progress(); !s) return s;
+    settle(*m);
   }
   result->done = m->state == SocketRequest::State::Complete;
   result->count = 1;
@@ -126,12 +133,24 @@ Status SocketSendComm::progress() {
   if (ctrlSeq_ != nextSeq_) {
     if (Status s = writeControl(); !s) return s;
   }
+  if (workers_) {
+    if (workers_->failed()) return fail(workers_->error());
+    return Status::success();
+  }
   for (int i = 0; i < streamCount_; ++i) {
     if (!streams_[i].empty()) {
-      if (Status s = writeStream(streams_[i]); !s) return s;
+      StreamPass pass = writeStream(streams_[i]);
+      if (!pass.error.empty()) return fail(pass.error);
     }
   }
   return Status::success();
+}
+
+void SocketSendComm::settle(Message& m) {
+  if (m.state == SocketRequest::State::Active && m.headerSent &&
+      m.chunksLeft.load(std::memory_order_acquire) == 0) {
+    m.state = SocketRequest::State::Complete;
+  }
 }
 
 Status SocketSendComm::readCts() {
@@ -245,7 +264,7 @@ Status SocketSendComm::writeControl() {
       moved -= step;
       if (ctrlMoved_ == total) {
         m.headerSent = true;
-        if (m.chunksLeft == 0) m.state = SocketRequest::State::Complete;
+        settle(m);
         ++ctrlSeq_;
         ctrlMoved_ = 0;
       }
@@ -254,7 +273,7 @@ Status SocketSendComm::writeControl() {
   return Status::success();
 }
 
-Status SocketSendComm::writeStream(StreamCursor& stream) {
+StreamPass SocketSendComm::writeStream(StreamCursor& stream) {
   const uint32_t n = static_cast<uint32_t>(streamCount_);
   while (!stream.empty()) {
     Message& m = message(stream.front());
@@ -275,25 +294,22 @@ Status SocketSendComm::writeStream(StreamCursor& stream) {
     const uint64_t payloadDone = stream.moved > hdr ? stream.moved - hdr : 0;
     iov[count++] = {const_cast<uint8_t*>(m.data) + offset + payloadDone, length - payloadDone};
     IoResult r = sendSome(stream.fd.get(), iov, count);
-    if (r.kind == IoResult::WouldBlock) return Status::success();
+    if (r.kind == IoResult::WouldBlock) return {true, {}};
     if (r.kind != IoResult::Moved) {
-      return fail("data stream " + std::to_string(stream.index) + ": " + errnoText(r.error));
+      return {false, "data stream " + std::to_string(stream.index) + ": " + errnoText(r.error)};
     }
     stream.moved += r.bytes;
     if (stream.moved < hdr + length) continue;
     stream.moved = 0;
     stream.chunk += n;
-    chunkDone(m);
     if (stream.chunk >= m.plan.chunks) {
       ++stream.head;
       stream.started = false;
     }
+    // Last: once the count reaches 0 the message may be reused at once.
+    m.chunksLeft.fetch_sub(1, std::memory_order_acq_rel);
   }
-  return Status::success();
-}
-
-void SocketSendComm::chunkDone(Message& m) {
-  if (--m.chunksLeft == 0 && m.headerSent) m.state = SocketRequest::State::Complete;
+  return {};
 }
 
 }  // namespace pilot::net

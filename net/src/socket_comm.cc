@@ -28,15 +28,14 @@ void FailureLatch::logClosed(const TrafficCount& moved, int streams) const {
             static_cast<unsigned long long>(moved.bytes), streams);
 }
 
-void adoptStreams(Connection& connection, std::array<StreamCursor, wire::kMaxStreams>& streams) {
+void adoptStreams(Connection& connection, StreamArray& streams) {
   for (int s = 0; s < connection.streams; ++s) {
     streams[s].fd = std::move(connection.data[s]);
     streams[s].index = s;
   }
 }
 
-void shutdownSockets(const Fd& control, const std::array<StreamCursor, wire::kMaxStreams>& streams,
-                     int count) {
+void shutdownSockets(const Fd& control, const StreamArray& streams, int count) {
   // The fds stay open (and owned) until the comm is closed; only the connection ends.
   if (control.valid()) (void)::shutdown(control.get(), SHUT_RDWR);
   for (int s = 0; s < count; ++s) {

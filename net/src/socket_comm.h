@@ -3,9 +3,9 @@
 // so isend/irecv/test allocate nothing, and nothing the peer sends sizes an allocation (the
 // receiver's parking pool has a fixed size, made on first use).
 //
-// Progress: every isend/irecv/test drives the whole comm with nonblocking I/O (headers,
-// payloads, CTS records, every data stream) until the kernel would block, so NCCL's progress
-// thread is never held and no helper thread is needed (docs/performance.md has the figures).
+// Progress: test drives the whole comm with nonblocking I/O (headers, payloads, CTS records, and
+// the data streams unless helper threads move them: stream_workers.h) until the kernel would
+// block, so NCCL's progress thread is never held (docs/performance.md has the figures).
 #pragma once
 
 #include <array>
@@ -15,6 +15,8 @@
 
 #include "pilot/core/log.h"
 #include "socket_io.h"
+#include "stream_cursor.h"
+#include "stream_workers.h"
 #include "tag_queue.h"
 #include "wire.h"
 
@@ -27,26 +29,8 @@ struct Connection {
   int streams = 0;
   uint64_t chunkBytes = 0;  ///< the sender's chunk size (the receiver learns it from the hello)
   uint64_t eagerBytes = 0;  ///< the sender's eager limit (likewise)
+  int threads = 0;          ///< this side's helper threads for the data streams
   std::string peer;         ///< "addr:port" for log lines
-};
-
-/// One data stream: the messages that have chunks on it, in message order (as ring keys: the
-/// sender's message sequence, the receiver's buffer index), and how far the chunk at the front
-/// has moved (its 16-byte header counts as the first bytes).
-struct StreamCursor {
-  Fd fd;
-  int index = 0;                               ///< 0-based data stream number
-  std::array<uint32_t, kMaxInflight> queue{};  ///< ring keys of the messages
-  uint32_t head = 0;
-  uint32_t tail = 0;
-  uint32_t chunk = 0;  ///< chunk index within the front message
-  uint64_t moved = 0;  ///< header + payload bytes of that chunk moved so far
-  bool started = false;
-  uint8_t header[wire::ChunkHeader::kBytes] = {};
-
-  bool empty() const { return head == tail; }
-  uint32_t front() const { return queue[head & kRingMask]; }
-  void push(uint32_t key) { queue[tail++ & kRingMask] = key; }
 };
 
 /// Common to both ends: the request kind test() dispatches on, and its life cycle.
@@ -89,7 +73,7 @@ class TagSet {
 };
 
 /// Moves the data sockets of `connection` into a comm's stream cursors.
-void adoptStreams(Connection& connection, std::array<StreamCursor, wire::kMaxStreams>& streams);
+void adoptStreams(Connection& connection, StreamArray& streams);
 
 /// Remembers the first failure of a comm (every later call returns it) and logs it once.
 class FailureLatch {
@@ -116,8 +100,7 @@ class FailureLatch {
 
 /// Shuts every socket of a failed comm in both directions, so the peer's next call fails at
 /// once instead of waiting for data that will never come.
-void shutdownSockets(const Fd& control, const std::array<StreamCursor, wire::kMaxStreams>& streams,
-                     int count);
+void shutdownSockets(const Fd& control, const StreamArray& streams, int count);
 
 class SocketSendComm final : public SendComm {
  public:
@@ -131,8 +114,8 @@ class SocketSendComm final : public SendComm {
     const uint8_t* data = nullptr;
     uint64_t size = 0;
     uint32_t seq = 0;
-    uint32_t base = 0;  ///< data stream of chunk 0
-    uint32_t chunksLeft = 0;
+    uint32_t base = 0;                    ///< data stream of chunk 0
+    std::atomic<uint32_t> chunksLeft{0};  ///< counted down by whoever moves the streams
     bool headerSent = false;
     wire::ChunkPlan plan;
     uint8_t header[wire::MsgHeader::kBytes] = {};
@@ -155,8 +138,14 @@ class SocketSendComm final : public SendComm {
   Expected<bool> matchKnown(int32_t tag, uint64_t size);
   static std::string tooLarge(int32_t tag, uint64_t size, uint64_t capacity);
   Status writeControl();
-  Status writeStream(StreamCursor& stream);
-  void chunkDone(Message& m);
+  /// One stream's chunks, from the progress thread or a helper: touches only the stream and
+  /// the (published) messages queued on it.
+  StreamPass writeStream(StreamCursor& stream);
+  static StreamPass moveStream(void* comm, StreamCursor& stream) {
+    return static_cast<SocketSendComm*>(comm)->writeStream(stream);
+  }
+  /// Active -> Complete once the header is out and every chunk written.
+  static void settle(Message& m);
   Error fail(const std::string& what);
   Message& message(uint32_t seq) { return messages_[seq & kRingMask]; }
 
@@ -186,7 +175,8 @@ class SocketSendComm final : public SendComm {
   size_t ctsBegin_ = 0;
   size_t ctsEnd_ = 0;
 
-  std::array<StreamCursor, wire::kMaxStreams> streams_;
+  StreamArray streams_;
+  std::unique_ptr<StreamWorkers> workers_;  ///< declared last: joined before the rest goes
 };
 
 class SocketRecvComm final : public RecvComm {
@@ -206,7 +196,7 @@ class SocketRecvComm final : public RecvComm {
     // A striped message in this buffer: its plan, first stream and chunks still to come.
     wire::ChunkPlan plan;
     uint32_t base = 0;
-    uint32_t chunksLeft = 0;
+    std::atomic<uint32_t> chunksLeft{0};  ///< counted down by whoever moves the streams
   };
   struct Group : SocketRequest {
     uint32_t firstSlot = 0;
@@ -238,7 +228,13 @@ class SocketRecvComm final : public RecvComm {
   /// Moves parked messages into buffers posted since (oldest first, per tag in order).
   Status unpark();
   Status payloadDone();
-  Status readStream(StreamCursor& stream);
+  /// One stream's chunks, from the progress thread or a helper (see SocketSendComm).
+  StreamPass readStream(StreamCursor& stream);
+  static StreamPass moveStream(void* comm, StreamCursor& stream) {
+    return static_cast<SocketRecvComm*>(comm)->readStream(stream);
+  }
+  /// Buffers whose striped message arrived completely, oldest first.
+  void settleStriped();
   void slotFilled(uint32_t slot);
   void release(Group& g);
   Error fail(const std::string& what);
@@ -268,7 +264,11 @@ class SocketRecvComm final : public RecvComm {
   std::array<uint8_t, kCtsBatch * wire::Cts::kMaxBytes> ctsOut_{};
 
   uint32_t nextMsgSeq_ = 0;
+  uint64_t lastSize_ = 0;  ///< of the newest message header
   uint32_t nextStream_ = 0;
+  std::array<uint32_t, kMaxInflight> striped_{};  ///< buffers with chunks coming, in order
+  uint32_t stripedHead_ = 0;
+  uint32_t stripedTail_ = 0;
 
   std::array<uint8_t, 16384> in_{};
   size_t inBegin_ = 0;
@@ -281,7 +281,8 @@ class SocketRecvComm final : public RecvComm {
   size_t poolTop_ = 0;               ///< end of the newest parked payload
   std::unique_ptr<uint8_t[]> pool_;  ///< kParkBytes, made when first needed
 
-  std::array<StreamCursor, wire::kMaxStreams> streams_;
+  StreamArray streams_;
+  std::unique_ptr<StreamWorkers> workers_;  ///< declared last: joined before the rest goes
 };
 
 }  // namespace pilot::net

@@ -35,6 +35,8 @@ SocketOptions socketOptionsFromEnv(const EnvLookup& env, std::vector<std::string
             bytes, &o.chunkBytes, warnings);
   readRange(env, socket_env::kSocketEager, size_t{0}, SocketOptions::kMaxEager, bytes,
             &o.eagerBytes, warnings);
+  readRange(env, socket_env::kSocketThreads, 0, SocketOptions::kMaxThreads, number, &o.threads,
+            warnings);
   readRange(env, socket_env::kSocketTimeoutMs, SocketOptions::kMinTimeoutMs,
             SocketOptions::kMaxTimeoutMs, number, &o.timeoutMs, warnings);
   if (auto root = readText(env, socket_env::kSysfsRoot)) o.sysfsRoot = *root;

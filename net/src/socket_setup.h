@@ -62,6 +62,7 @@ class SocketListenComm final : public ListenComm {
   Fd listener_;
   uint64_t secret_;
   int timeoutMs_;
+  int threads_;
   int family_;
   Logger& log_;
   std::vector<PendingSocket> pending_;
@@ -95,6 +96,7 @@ class PendingConnect {
   int streams_ = 0;
   uint64_t chunkBytes_ = 0;
   uint64_t eagerBytes_ = 0;
+  int threads_ = 0;
   int timeoutMs_ = 0;
   int trafficClass_ = -1;
   int64_t deadline_ = 0;

@@ -34,7 +34,7 @@ constexpr int kMaxStreams = 16;
 constexpr size_t kMaxEager = size_t{64} << 10;
 static_assert(kMaxEager <= kMinChunk, "an eager message is never striped");
 constexpr int kMaxParked = 64;
-constexpr size_t kParkBytes = size_t{256} << 10;
+constexpr size_t kParkBytes = size_t{1} << 20;
 
 inline void put16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v);

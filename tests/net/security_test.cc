@@ -10,6 +10,7 @@
 #include <array>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "net_test_support.h"
@@ -245,6 +246,24 @@ TEST_F(RoguePeer, MoreUnexpectedMessagesThanTheParkingPoolHolds) {
   // A sender may have at most kMaxParked small messages out before it knows their receive.
   for (uint32_t i = 0; i <= wire::kMaxParked; ++i) sendMessage({i, 9, 16}, 16);
   expectFailure(request_, "more unexpected messages than the connection allows");
+}
+TEST_F(RoguePeer, MoreUnexpectedBytesThanTheParkingPoolHolds) {
+  // 17 messages of the 64 KiB eager limit: one more than fits kParkBytes (1 MiB). The writer
+  // runs beside the receiver: that much does not fit in the socket's buffers.
+  static_assert(wire::kParkBytes / wire::kMaxEager == 16, "the count below");
+  std::thread writer([&] {
+    for (uint32_t i = 0; i < 17; ++i) {
+      std::vector<uint8_t> bytes(wire::MsgHeader::kBytes + wire::kMaxEager, 0x5a);
+      wire::encodeMsgHeader({i, 9, wire::kMaxEager}, bytes.data());
+      if (send(control_, bytes.data(), bytes.size(), MSG_NOSIGNAL) < 0) return;  // shut by then
+    }
+  });
+  std::string error;
+  EXPECT_FALSE(waitDone(*transport_, request_, 10000, &error).done);
+  EXPECT_NE(error.find("more unexpected messages than the connection allows"), std::string::npos)
+      << error;
+  EXPECT_EQ(buffer_[0], 0);
+  writer.join();
 }
 TEST_F(RoguePeer, AParkedMessageLandsWhenItsReceiveIsPosted) {
   sendMessage({0, 9, 4}, 4);  // no receive with tag 9 yet: parked

@@ -13,11 +13,20 @@
 namespace nettest {
 namespace {
 
-class Transfer : public ::testing::TestWithParam<int> {
+/// Data streams per connection, and helper threads moving them (0: the progress thread does).
+struct Layout {
+  int streams;
+  int threads;
+};
+
+class Transfer : public ::testing::TestWithParam<Layout> {
  protected:
   void SetUp() override {
-    transport_ =
-        loopbackTransport(log_, {{"NCCL_PILOT_SOCKET_NSTREAMS", std::to_string(GetParam())}});
+    transport_ = loopbackTransport(
+        log_, {{"NCCL_PILOT_SOCKET_NSTREAMS", std::to_string(GetParam().streams)},
+               {"NCCL_PILOT_SOCKET_NTHREADS", std::to_string(GetParam().threads)},
+               // A quarter of the default chunk, so 512K..3M messages are striped too.
+               {"NCCL_PILOT_SOCKET_CHUNK", "128K"}});
     ASSERT_NE(transport_, nullptr);
     pair_ = connectPair(*transport_);
     ASSERT_NE(pair_.send, nullptr);
@@ -243,15 +252,18 @@ TEST_P(Transfer, CloseReportsWhatEachEndMoved) {
   }
   closePair(t, pair_);
   const std::string moved = ": 4 messages, " + std::to_string(total) + " bytes over " +
-                            std::to_string(GetParam()) + " data stream(s)";
+                            std::to_string(GetParam().streams) + " data stream(s)";
   EXPECT_EQ(log_.count(LogLevel::Info, "send to "), 1) << log_.dump();
   EXPECT_EQ(log_.count(LogLevel::Info, "receive from "), 1) << log_.dump();
   EXPECT_EQ(log_.count(LogLevel::Info, " closed" + moved), 2) << log_.dump();
 }
 
-INSTANTIATE_TEST_SUITE_P(Streams, Transfer, ::testing::Values(0, 1, 4, 16),
-                         [](const ::testing::TestParamInfo<int>& p) {
-                           return std::to_string(p.param) + "streams";
+INSTANTIATE_TEST_SUITE_P(Streams, Transfer,
+                         ::testing::Values(Layout{0, 0}, Layout{1, 0}, Layout{4, 0}, Layout{16, 0},
+                                           Layout{1, 1}, Layout{4, 2}, Layout{16, 3}),
+                         [](const ::testing::TestParamInfo<Layout>& p) {
+                           return std::to_string(p.param.streams) + "streams" +
+                                  std::to_string(p.param.threads) + "threads";
                          });
 
 TEST(TransferLimits, ThirtyTwoGroupedReceivesOfEightAreInFlightAtOnce) {

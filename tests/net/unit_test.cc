@@ -127,11 +127,13 @@ TEST(Options, DefaultsRangesAndWarnings) {
   o = socketOptionsFromEnv(loopbackEnv({{"NCCL_PILOT_SOCKET_NSTREAMS", "8"},
                                         {"NCCL_PILOT_SOCKET_CHUNK", "1M"},
                                         {"NCCL_PILOT_SOCKET_EAGER", "16K"},
+                                        {"NCCL_PILOT_SOCKET_NTHREADS", "3"},
                                         {"NCCL_PILOT_SOCKET_TIMEOUT_MS", "500"}}),
                            &warnings);
   EXPECT_EQ(o.streams, 8);
   EXPECT_EQ(o.chunkBytes, size_t{1} << 20);
   EXPECT_EQ(o.eagerBytes, size_t{16} << 10);
+  EXPECT_EQ(o.threads, 3);
   EXPECT_EQ(o.timeoutMs, 500);
   EXPECT_TRUE(warnings.empty());
   o = socketOptionsFromEnv(
@@ -143,13 +145,15 @@ TEST(Options, DefaultsRangesAndWarnings) {
   o = socketOptionsFromEnv(loopbackEnv({{"NCCL_PILOT_SOCKET_NSTREAMS", "17"},
                                         {"NCCL_PILOT_SOCKET_CHUNK", "1K"},
                                         {"NCCL_PILOT_SOCKET_EAGER", "65537"},
+                                        {"NCCL_PILOT_SOCKET_NTHREADS", "17"},
                                         {"NCCL_PILOT_SOCKET_TIMEOUT_MS", "soon"}}),
                            &warnings);
   EXPECT_EQ(o.streams, SocketOptions().streams);
   EXPECT_EQ(o.chunkBytes, size_t{512} << 10);
   EXPECT_EQ(o.eagerBytes, size_t{64} << 10);
+  EXPECT_EQ(o.threads, 0);
   EXPECT_EQ(o.timeoutMs, 30000);
-  ASSERT_EQ(warnings.size(), 4u);
+  ASSERT_EQ(warnings.size(), 5u);
   EXPECT_NE(warnings[0].find("NCCL_PILOT_SOCKET_NSTREAMS=17"), std::string::npos);
   EXPECT_NE(warnings[2].find("NCCL_PILOT_SOCKET_EAGER=65537"), std::string::npos);
 }
@@ -157,8 +161,9 @@ TEST(Options, DefaultsRangesAndWarnings) {
 TEST(Options, EverySettingIsInTheTable) {
   std::set<std::string> known;
   for (const auto& s : allSettings()) known.insert(s.name);
-  for (const char* name : {socket_env::kSocketStreams, socket_env::kSocketChunk,
-                           socket_env::kSocketEager, socket_env::kSocketTimeoutMs}) {
+  for (const char* name :
+       {socket_env::kSocketStreams, socket_env::kSocketChunk, socket_env::kSocketEager,
+        socket_env::kSocketThreads, socket_env::kSocketTimeoutMs}) {
     EXPECT_EQ(known.count(name), 1u) << name;
   }
 }

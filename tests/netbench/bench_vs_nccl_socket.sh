@@ -101,7 +101,8 @@ make_veth() {
     ip -n "$ns" link set "$dev" up || return 1
     ip -n "$ns" link set lo up || return 1
     ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: htb default 10 || return 1
-    ip netns exec "$ns" tc class add dev "$dev" parent 1: classid 1:10 htb rate "$rate" || return 1
+    ip netns exec "$ns" tc class add dev "$dev" parent 1: classid 1:10 htb rate "$rate" \
+      quantum 65536 || return 1
   done
   # The kernel reports carrier on a new veth asynchronously; until then it is not RUNNING.
   for spec in "$ns_a $veth_a" "$ns_b $veth_b"; do

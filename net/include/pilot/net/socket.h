@@ -20,6 +20,7 @@ namespace socket_env {
 constexpr const char* kSocketStreams = "NCCL_PILOT_SOCKET_NSTREAMS";
 constexpr const char* kSocketChunk = "NCCL_PILOT_SOCKET_CHUNK";
 constexpr const char* kSocketEager = "NCCL_PILOT_SOCKET_EAGER";
+constexpr const char* kSocketThreads = "NCCL_PILOT_SOCKET_NTHREADS";
 constexpr const char* kSocketTimeoutMs = "NCCL_PILOT_SOCKET_TIMEOUT_MS";
 constexpr const char* kSysfsRoot = "NCCL_PILOT_SYSFS_ROOT";
 }  // namespace socket_env
@@ -30,6 +31,7 @@ struct SocketOptions {
   static constexpr size_t kMinChunk = size_t{64} << 10;
   static constexpr size_t kMaxChunk = size_t{64} << 20;
   static constexpr size_t kMaxEager = size_t{64} << 10;
+  static constexpr int kMaxThreads = 16;
   static constexpr int kMinTimeoutMs = 100;
   static constexpr int kMaxTimeoutMs = 3600 * 1000;
 
@@ -45,9 +47,12 @@ struct SocketOptions {
   /// message of at most this size is not cut: it follows its header on the control socket.
   size_t chunkBytes = size_t{512} << 10;
   /// Messages up to this size are written before the receiver's CTS record for them arrived
-  /// (up to 64 of them, 256 KiB in all, at a time: what the receiver can park when their
+  /// (up to 64 of them, 1 MiB in all, at a time: what the receiver can park when their
   /// receive is not posted yet); 0 = every message waits for its CTS record.
   size_t eagerBytes = size_t{64} << 10;
+  /// Helper threads per comm that move the data streams' chunks (each side decides its own);
+  /// 0 = NCCL's progress thread moves them inside test(), as it moves the control socket.
+  int threads = 0;
   /// Bound on connection setup and on detecting a dead peer (TCP user timeout and keepalive).
   int timeoutMs = 30000;
   /// Root of the sysfs tree device facts are read from (tests replay recorded trees).

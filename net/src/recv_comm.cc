@@ -187,10 +187,11 @@ Status SocketRecvComm::readControl(bool* busy) {
         continue;
       }
       // Nothing buffered: the rest of the payload straight into place, and what follows into
-      // in_ while more receives wait (else it stays in the kernel, not parked for nothing).
+      // in_ in the same call. Behind a large payload only the next header: the payload after
+      // it goes straight into its own buffer too, instead of through in_.
       inBegin_ = inEnd_ = 0;
-      iovec iov[2] = {{payload_.data, static_cast<size_t>(payload_.left)},
-                      {in_.data(), in_.size()}};
+      const size_t behind = payload_.left > wire::kMaxEager ? wire::MsgHeader::kBytes : in_.size();
+      iovec iov[2] = {{payload_.data, static_cast<size_t>(payload_.left)}, {in_.data(), behind}};
       IoResult r = recvSome(control_.get(), iov, 2);
       if (r.kind == IoResult::WouldBlock) return Status::success();
       if (r.kind == IoResult::Failed) return fail("control socket: " + errnoText(r.error));

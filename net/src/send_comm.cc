@@ -233,22 +233,29 @@ Status SocketSendComm::confirmWaiting() {
 }
 
 Status SocketSendComm::writeControl() {
+  // Many small messages per system call, but no more bytes than a socket buffer takes at
+  // once: the kernel imports every iovec of every call, also of the calls that move little.
   constexpr int kMaxIov = 64;
+  constexpr size_t kMaxBatchBytes = size_t{256} << 10;
   while (ctrlSeq_ != nextSeq_) {
     iovec iov[kMaxIov];
     int count = 0;
     size_t skip = ctrlMoved_;
-    for (uint32_t seq = ctrlSeq_; seq != nextSeq_ && count + 2 <= kMaxIov; ++seq) {
+    size_t batched = 0;
+    for (uint32_t seq = ctrlSeq_;
+         seq != nextSeq_ && count + 2 <= kMaxIov && batched < kMaxBatchBytes; ++seq) {
       Message& m = message(seq);
       const size_t inlineBytes = m.plan.chunks == 0 ? m.size : 0;
       if (skip < sizeof(m.header)) {
         iov[count++] = {m.header + skip, sizeof(m.header) - skip};
+        batched += sizeof(m.header) - skip;
         skip = 0;
       } else {
         skip -= sizeof(m.header);
       }
       if (inlineBytes > skip) {
         iov[count++] = {const_cast<uint8_t*>(m.data) + skip, inlineBytes - skip};
+        batched += inlineBytes - skip;
       }
       skip = 0;
     }

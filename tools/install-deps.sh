@@ -8,6 +8,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev              # the nccl-pilot tool
   libhwloc-dev hwloc                           # topology (headers; lstopo for the benchmark)
   iproute2                                     # network namespaces for transport tests
+  nftables                                     # packet loss in the netns fault tests (tests/net)
   iperf3                                       # netbench's TCP baseline (tests/netbench)
   clang libclang-rt-14-dev clang-format        # libFuzzer targets, formatting check
   shellcheck                                   # lint of our shell scripts

@@ -2,6 +2,7 @@
 // NVL-domain info and tuning constants (which a table-driven tuner must not edit).
 #include <cstring>
 
+#include "pilot/version.h"
 #include "test_support.h"
 
 namespace fake {
@@ -26,6 +27,20 @@ TEST(Init, BrokenTableWarnsThroughNcclLoggerAndInitSucceeds) {
     EXPECT_TRUE(logged(NCCL_LOG_WARN, {"TUNER/Pilot", table.path() + ":2:", "warp-drive"}))
         << dumpLogs();
     EXPECT_TRUE(logged(NCCL_LOG_INFO, {"TUNER/Pilot", "loaded 1 rules"})) << dumpLogs();
+  });
+}
+
+TEST(Init, LogsTheLibraryVersionOncePerProcess) {
+  inChild([] {
+    FAKE_LOAD(m, kTunerModule);
+    for (const Release& rel : allReleases()) {
+      FakeComm comm(m, rel, {16, 2});
+      ASSERT_EQ(comm.initResult(), ncclSuccess);
+    }
+    EXPECT_EQ(
+        countLogged(NCCL_LOG_INFO, {"TUNER/Pilot", std::string("nccl-pilot ") + pilot::kVersion}),
+        1)
+        << dumpLogs();
   });
 }
 

@@ -79,14 +79,19 @@ void clearCapturedLogs() {
   logLines().clear();
 }
 
-bool logged(int level, const std::vector<std::string>& needles) {
+int countLogged(int level, const std::vector<std::string>& needles) {
+  int count = 0;
   for (const LogLine& l : capturedLogs()) {
     if (l.level != level) continue;
     bool all = true;
     for (const std::string& n : needles) all = all && l.text.find(n) != std::string::npos;
-    if (all) return true;
+    if (all) ++count;
   }
-  return false;
+  return count;
+}
+
+bool logged(int level, const std::vector<std::string>& needles) {
+  return countLogged(level, needles) > 0;
 }
 
 std::string dumpLogs() {

@@ -47,7 +47,8 @@ struct LogLine {
 };
 std::vector<LogLine> capturedLogs();
 void clearCapturedLogs();
-/// True if a captured line at `level` contains every one of `needles`.
+/// How many captured lines at `level` contain every one of `needles`; logged(): any.
+int countLogged(int level, const std::vector<std::string>& needles);
 bool logged(int level, const std::vector<std::string>& needles);
 std::string dumpLogs();
 

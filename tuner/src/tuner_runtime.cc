@@ -2,6 +2,7 @@
 
 #include "pilot/core/text.h"
 #include "pilot/tuner/decision.h"
+#include "pilot/version.h"
 
 namespace pilot::tuner {
 namespace {
@@ -128,6 +129,7 @@ TunerRuntime& TunerRuntime::process() {
 const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {
   if (loaded_) return *loaded_;
   Loaded& out = loaded_.emplace(Loaded{});  // not emplace(): clang 14 rejects it (nested NSDMI)
+  PILOT_LOG(log, Info, subsys::Init | subsys::Tuning, "nccl-pilot %s", kVersion);
 
   bool strict = false;
   auto strictSetting = readBool(env_, setting::kTunerStrict, false);

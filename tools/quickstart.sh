@@ -38,3 +38,7 @@ step "the evidence as a self-contained page" \
   "$pilot" report "$sweep" "${labels[@]}" -o build/report.html --no-gnuplot
 step "real NCCL 2.28.9 on an H200 (recorded by tests/gpu/run.sh), checked again by this build" \
   tests/gpu/run.sh --dry-run tests/gpu/recorded/h200-nccl2.28.9-4ranks --out build/gpu-dry-run
+step "installed as a user gets it (cmake --install into a scratch prefix; packages: tools/package.sh)" \
+  sh -c 'cmake --install build --prefix build/demo-prefix >/dev/null &&
+         find build/demo-prefix -type f ! -path "*/share/*" | sort'
+step "the installed tool finds the installed library beside it" build/demo-prefix/bin/nccl-pilot version

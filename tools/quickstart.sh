@@ -36,6 +36,20 @@ step "what the fitted table makes NCCL 2.28 do" \
   "$pilot" explain --table build/fitted.table --coll allreduce --nodes 2 --ranks 16 --nccl 2.28
 step "the evidence as a self-contained page" \
   "$pilot" report "$sweep" "${labels[@]}" -o build/report.html --no-gnuplot
+doctor=tests/doctor/data
+step "doctor on a recorded machine: ACS above a GPU, a NIC at x8, an IB port down (exit 1 expected)" \
+  "$pilot" doctor --sysfs-root "$doctor/baremetal-faulty" || true
+step "the same machine repaired: those checks pass" \
+  "$pilot" doctor --sysfs-root "$doctor/baremetal-repaired" --only pcie-acs,pcie-link,rdma-port
+rm -rf build/doctor-fp
+for node in node-a node-b node-c; do
+  "$pilot" doctor --sysfs-root "$doctor/baremetal-repaired" --fingerprint build/doctor-fp \
+    --node "$node" >/dev/null 2>&1
+done
+"$pilot" doctor --sysfs-root "$doctor/baremetal-faulty" --fingerprint build/doctor-fp \
+  --node node-d >/dev/null 2>&1 || true
+step "the distributed check: which of four nodes differs, and why (exit 1 expected)" \
+  "$pilot" doctor --compare build/doctor-fp || true
 step "real NCCL 2.28.9 on an H200 (recorded by tests/gpu/run.sh), checked again by this build" \
   tests/gpu/run.sh --dry-run tests/gpu/recorded/h200-nccl2.28.9-4ranks --out build/gpu-dry-run
 step "installed as a user gets it (cmake --install into a scratch prefix; packages: tools/package.sh)" \

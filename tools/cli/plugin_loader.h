@@ -35,6 +35,15 @@ class PluginLibrary {
 /// installed prefix both lay the two out that way.
 std::string defaultPluginPath();
 
+/// The files NCCL's plugin_open.cc tries for one name of NCCL_NET_PLUGIN (prefix "libnccl-net"),
+/// NCCL_TUNER_PLUGIN ("libnccl-tuner") or NCCL_PROFILER_PLUGIN ("libnccl-profiler"): the name
+/// as given, then PREFIX-NAME.so unless the name has a '/' or already is a "lib*.so" file name;
+/// an empty name means PREFIX.so.
+std::vector<std::string> ncclPluginFileNames(const std::string& name, const std::string& prefix);
+
+/// The file the dynamic loader opened for `handle` (symlinks resolved), else `fallback`.
+std::string loadedLibraryPath(void* handle, const std::string& fallback);
+
 constexpr int kTunerAbiMin = 2, kTunerAbiMax = 6;
 constexpr int kNetAbiMin = 6, kNetAbiMax = 12;
 

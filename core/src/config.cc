@@ -73,6 +73,18 @@ Expected<std::string> readChoice(const EnvLookup& env, const char* name, const c
   return Error{std::string(name) + "=" + *value + " is not one of " + choices};
 }
 
+Expected<uint64_t> readUnsigned(const EnvLookup& env, const char* name, uint64_t low, uint64_t high,
+                                uint64_t fallback, bool bytes) {
+  auto value = readText(env, name);
+  if (!value) return fallback;
+  std::optional<uint64_t> parsed = bytes ? text::parseBytes(*value) : text::parseUnsigned(*value);
+  if (!parsed || *parsed < low || *parsed > high) {
+    return Error{std::string(name) + "=" + *value + " is not in [" + std::to_string(low) + ", " +
+                 std::to_string(high) + "]"};
+  }
+  return *parsed;
+}
+
 Expected<bool> readBool(const EnvLookup& env, const char* name, bool fallback) {
   auto value = readText(env, name);
   if (!value) return fallback;

@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev clang-format        # libFuzzer targets, formatting check
   shellcheck                                   # lint of our shell scripts
   python3                                      # the GPU validation checker (tests/gpu)
+  prometheus prometheus-node-exporter          # promtool, and the profiler's scrape test
 )
 
 missing=()

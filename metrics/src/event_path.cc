@@ -54,7 +54,11 @@ EventPath& EventPath::process() {
 }
 
 EventPath::~EventPath() {
-  Slot* slots = slots_.load(kAcquire);
+  // The library is unloaded after NCCL finalized every communicator, or the process exits. A
+  // collective still in flight means NCCL's threads may yet report on it (at exit they still
+  // run): the slots are then left to the process rather than freed under them.
+  if (inUse_.load(kAcquire) != 0) return;
+  Slot* slots = slots_.exchange(nullptr, kAcqRel);
   if (slots == nullptr) return;
   const uint32_t n = fresh_.load(kRelaxed);
   for (uint32_t i = 0; i < n; ++i) slots[i].~Slot();

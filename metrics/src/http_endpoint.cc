@@ -65,9 +65,10 @@ std::string httpResponse(const std::string& request, const std::function<std::st
   if (method != "GET" && method != "HEAD") {
     return status("405 Method Not Allowed", "text/plain", "only GET /metrics\n");
   }
-  if (target != "/metrics") return status("404 Not Found", "text/plain", "try /metrics\n");
-  std::string response = status("200 OK", "text/plain; version=0.0.4; charset=utf-8", body());
-  if (method == "HEAD") response.resize(response.find("\r\n\r\n") + 4);
+  std::string response = target == "/metrics"
+                             ? status("200 OK", "text/plain; version=0.0.4; charset=utf-8", body())
+                             : status("404 Not Found", "text/plain", "try /metrics\n");
+  if (method == "HEAD") response.resize(response.find("\r\n\r\n") + 4);  // headers only
   return response;
 }
 

@@ -124,6 +124,9 @@ TEST(HttpEndpoint, AnswersOnlyGetMetrics) {
   EXPECT_EQ(detail::httpResponse("HEAD /metrics HTTP/1.1\r\n\r\n", body).find("x 1"),
             std::string::npos);
   EXPECT_EQ(detail::httpResponse("GET / HTTP/1.1\r\n\r\n", body).substr(9, 3), "404");
+  const std::string head404 = detail::httpResponse("HEAD / HTTP/1.1\r\n\r\n", body);
+  EXPECT_EQ(head404.substr(9, 3), "404");
+  EXPECT_EQ(head404.substr(head404.size() - 4), "\r\n\r\n");  // HEAD: headers only
   EXPECT_EQ(detail::httpResponse("POST /metrics HTTP/1.1\r\n\r\n", body).substr(9, 3), "405");
   EXPECT_EQ(detail::httpResponse("garbage", body).substr(9, 3), "400");
   EXPECT_EQ(detail::httpResponse(std::string(9000, 'A'), body).substr(9, 3), "400");

@@ -421,6 +421,10 @@ def main():
     if timing:
         summary["timing"] = timing
         print(f"INFO {timing['note']}")
+    profiler_cost = metrics_check.profiler_cost(summary["phases"], run.get("gpus", 1))
+    if profiler_cost:
+        summary["profiler_cost"] = profiler_cost
+        print(f"INFO {profiler_cost['note']}")
     summary["checks"] = report.checks
     for status in ("PASS", "FAIL", "SKIP"):
         summary[{"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}[status]] = \

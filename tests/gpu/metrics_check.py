@@ -120,3 +120,25 @@ def check_metrics(report, phase, sizes, iters, expects):
                f"{credited} (rank, collective, size) decisions credited to the table line that "
                "selects them" if not wrong_rule and credited else
                ("; ".join(wrong_rule[:3]) or "no decision of the table to credit"))
+
+
+def profiler_cost(phases, gpus):
+    """Time per operation with our profiler (metrics) over without it (tuned): NCCL's kernel
+    instrumentation for KernelCh events and our callbacks together. Information, not a check."""
+    ours, theirs = phases.get("metrics", {}), phases.get("tuned", {})
+    ratios = []
+    for key, ms in ours.get("ms_per_iter", {}).items():
+        base = theirs.get("ms_per_iter", {}).get(key)
+        if ms and base:
+            ratios.append(ms / base)
+    if not ratios:
+        return None
+    geomean = 1.0
+    for r in ratios:
+        geomean *= r ** (1 / len(ratios))
+    caveat = ("ranks time-share one GPU, so this is not a performance figure" if gpus == 1
+              else f"{gpus} GPUs")
+    return {"metrics_over_tuned": round(geomean, 3), "operations": len(ratios),
+            "note": f"time per operation with the profiler / without, geomean of {len(ratios)} "
+                    f"(collective, size): {geomean:.2f} ({caveat})"}
+

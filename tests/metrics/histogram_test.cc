@@ -25,6 +25,16 @@ TEST(Histogram, EdgesAreInclusiveAbove) {
   EXPECT_EQ(timeBin(UINT64_MAX), kBins - 1);
 }
 
+TEST(Histogram, HalfOctaveEdgesAreOneThousandTimesPowersOfRootTwo) {
+  for (unsigned k = 0; k < kOctaves; ++k) {
+    const auto edge = static_cast<uint64_t>(std::floor(1000.0 * std::ldexp(std::sqrt(2.0), k)));
+    const uint64_t octave = 1000ull << k;
+    EXPECT_EQ(timeBin(edge), 1 + 2 * k) << k;  // the edge itself is the lower half's
+    EXPECT_EQ(timeBin(edge + 1), 2 + 2 * k) << k;
+    EXPECT_EQ(timeBin(octave + 1), 1 + 2 * k) << k;
+  }
+}
+
 TEST(Histogram, EveryTimeLiesWithinItsBinsEdges) {
   std::mt19937_64 rng(7);
   for (int i = 0; i < 100000; ++i) {

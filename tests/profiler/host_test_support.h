@@ -61,11 +61,14 @@ inline std::vector<std::string> filesEnding(const std::string& dir, const std::s
   return out;
 }
 
-/// The one textfile the process wrote into `dir`, parsed.
+inline void expectPromtoolAccepts(const std::string& file);
+
+/// The one textfile the process wrote into `dir`, parsed, after promtool checked it.
 inline Exposition textfileIn(const std::string& dir) {
   auto files = filesEnding(dir, ".prom");
   EXPECT_EQ(files.size(), 1u) << "textfiles in " << dir;
   if (files.size() != 1) return {};
+  expectPromtoolAccepts(files[0]);
   Exposition e = parseExposition(readWholeFile(files[0]));
   EXPECT_TRUE(e.errors.empty()) << "unparsable line: " << (e.errors.empty() ? "" : e.errors[0]);
   return e;
@@ -92,9 +95,10 @@ inline double geometricMean(const std::vector<double>& values) {
   return std::exp(logs / static_cast<double>(values.size()));
 }
 
-/// Runs `promtool check metrics` on a file. Exit 0 = clean; promtool's exit 3 lists lint
-/// problems, and the only acceptable ones are those of NCCL Inspector's metric names, which we
-/// keep for its dashboards. Skips (fails under CI=true) when promtool is not installed.
+/// Runs `promtool check metrics` on a file (textfileIn does, on every file the tests read). Exit 0
+/// = clean; promtool's exit 3 lists lint problems, and the only acceptable ones are those of NCCL
+/// Inspector's metric names, which we keep for its dashboards. Skips (fails under CI=true) when
+/// promtool is not installed.
 inline void expectPromtoolAccepts(const std::string& file) {
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {
     const char* ci = std::getenv("CI");

@@ -57,6 +57,14 @@ for _ in $(seq 1 100); do
 done
 [[ -n $prom ]] || { echo "FAIL: the library wrote no textfile"; cat "$work/replay.log"; exit 1; }
 cp "$prom" "$work/expected.prom"
+if command -v promtool >/dev/null; then
+  # Exit 3 = lint problems; the only one allowed is on Inspector's own metric name.
+  lint=$(promtool check metrics <"$work/expected.prom" 2>&1) && code=0 || code=$?
+  if [[ $code -ne 0 && ($code -ne 3 || $(grep -cv '^nccl_collective_exec_time_microseconds use base unit' <<<"$lint") -ne 0) ]]; then
+    echo "FAIL: promtool check metrics (exit $code): $lint"
+    exit 1
+  fi
+fi
 
 prometheus-node-exporter --web.listen-address="127.0.0.1:$exporter_port" \
   --collector.disable-defaults --collector.textfile \

@@ -87,6 +87,24 @@ TEST(ProfilerExport, AChannelWithoutGpuTimeMakesTheCollectiveUntimed) {
   });
 }
 
+TEST(ProfilerExport, TheTimeIsTheLongestChannelNotTheSpanOfAll) {
+  // As NCCL's Inspector: channels start when the proxy sees them, so their starts are not one
+  // instant; each channel's own stop - start is the kernel time it reports.
+  runInChild([] {
+    const std::string dir = scratchDir();
+    setEnv({{"NCCL_PILOT_METRICS_DIR", dir}});
+    Module m(PILOT_PROFILER_MODULE);
+    Comm comm(m, 5, 0x5a, "span", 1, 2, 0);
+    Collective c = collective("AllReduce", 4096, 2, 1, 0);
+    c.channels[0] = {kBase, kBase + 100'000, true};
+    c.channels[1] = {kBase + 30'000, kBase + 110'000, true};  // ends last, runs 80 us
+    run(comm, c);
+    comm.finalize();
+    EXPECT_DOUBLE_EQ(textfileIn(dir).at("nccl_collective_exec_time_microseconds"), 100.0);
+    removeDir(dir);
+  });
+}
+
 TEST(ProfilerExport, KeysPastTheCapShareOneOtherSeries) {
   runInChild([] {
     const std::string dir = scratchDir();

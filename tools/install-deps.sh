@@ -13,6 +13,7 @@ packages=(
   shellcheck                                   # lint of our shell scripts
   python3                                      # the GPU validation checker (tests/gpu)
   python3-yaml                                 # the deployment recipes' lint (tests/install)
+  prometheus prometheus-node-exporter          # promtool, and the profiler's scrape test
 )
 
 missing=()

@@ -52,6 +52,16 @@ step "the distributed check: which of four nodes differs, and why (exit 1 expect
   "$pilot" doctor --compare build/doctor-fp || true
 step "real NCCL 2.28.9 on an H200 (recorded by tests/gpu/run.sh), checked again by this build" \
   tests/gpu/run.sh --dry-run tests/gpu/recorded/h200-nccl2.28.9-4ranks --out build/gpu-dry-run
+rm -rf build/monitor-demo
+for rank in 0 1 2 3; do
+  NCCL_PILOT_METRICS_DIR=build/monitor-demo NCCL_PILOT_TUNER_TABLE=examples/monitoring/demo.table \
+    build/bin/pilot_profiler_replay --module build/lib/libnccl-profiler-pilot.so \
+    --scenario examples/monitoring/demo.scenario --rank "$rank"
+done
+step "the profiler's files of a bundled 4-rank demo job (replayed through it by the test suite's fake NCCL)" \
+  ls build/monitor-demo
+step "read back: calls, kernel times, decisions, drift against the table's calibration, the late rank" \
+  "$pilot" monitor build/monitor-demo --html build/monitor.html
 step "installed as a user gets it (cmake --install into a scratch prefix; packages: tools/package.sh)" \
   sh -c 'cmake --install build --prefix build/demo-prefix >/dev/null &&
          find build/demo-prefix -type f ! -path "*/share/*" | sort'

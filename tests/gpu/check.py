@@ -15,10 +15,12 @@ import re
 import sys
 from xml.etree import ElementTree
 
+import metrics_check
+
 COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 NCCL_FUNC = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter"}
-PLUGIN_PHASES = ("pilot", "tuned", "topo-only")  # phases that load our libraries
-TABLE_PHASES = ("tuned", "topo-only")  # phases whose tuner has the validation table
+PLUGIN_PHASES = ("pilot", "tuned", "topo-only", "metrics")  # phases that load our libraries
+TABLE_PHASES = ("tuned", "topo-only", "metrics")  # phases whose tuner has the validation table
 
 # NCCL's lines (2.28 wording; earlier releases print the same facts, see docs/validation.md).
 RE_NET_LOADED = re.compile(r"NET/Plugin: Loaded net plugin (\S+) \(v(\d+)\)")
@@ -38,7 +40,7 @@ PROTOS = ("ll", "ll128", "simple")
 RE_VIA_PILOT = re.compile(r"via NET/Pilot/")
 RE_WARN = re.compile(r"NCCL WARN (.*)")
 # Our own lines (plugin/logger_bridge.cc prefixes, net/src/*_comm.cc, topology/src/topo_file.cc).
-RE_OUR_WARN = re.compile(r"NCCL WARN ((?:NET|TUNER)/Pilot: .*)")
+RE_OUR_WARN = re.compile(r"NCCL WARN ((?:NET|TUNER|PROFILER)/Pilot: .*)")
 RE_OUR_TOPO = re.compile(r"NET/Pilot: NCCL_TOPO_FILE=(\S+) \(")
 RE_TABLE_LOADED = re.compile(r"TUNER/Pilot: loaded (\d+) rules from (\S+) \((\d+) lines skipped\)")
 RE_CLOSED = re.compile(
@@ -192,7 +194,7 @@ def check_hosts(report, phase):
 
 def check_network(report, phase):
     using = [m[0] if m else None for m in phase.all_logs(RE_USING_NET)]
-    if phase.name in ("pilot", "tuned"):
+    if phase.name in ("pilot", "tuned", "metrics"):
         loaded = [m[0] if m else None for m in phase.all_logs(RE_NET_LOADED)]
         ok = all(u == "Pilot" for u in using) and all(l and l[0] == "Pilot" for l in loaded)
         versions = sorted({f"v{l[1]}" for l in loaded if l})
@@ -342,8 +344,8 @@ def check_topology(report, phase):
 def check_warnings(report, phase):
     ours = [w for log in phase.logs for w in RE_OUR_WARN.findall(log)]
     others = [w for log in phase.logs for w in RE_WARN.findall(log)
-              if not w.startswith(("NET/Pilot", "TUNER/Pilot"))]
-    evidence = ("no WARN from NET/Pilot or TUNER/Pilot" if not ours else
+              if not w.startswith(("NET/Pilot", "TUNER/Pilot", "PROFILER/Pilot"))]
+    evidence = ("no WARN from NET/Pilot, TUNER/Pilot or PROFILER/Pilot" if not ours else
                 f"{len(ours)} WARN from us, first: {ours[0]}")
     if others:
         evidence += f"; {len(others)} WARN from NCCL itself, first: {others[0]}"
@@ -407,6 +409,9 @@ def main():
                                                  defaults)
         elif name in ("pilot", "baseline") and (not defaults or name == "pilot"):
             defaults = decisions
+        if name == "metrics":
+            metrics_check.check_profiler(report, phase)
+            metrics_check.check_metrics(report, phase, sizes, iters, expects)
         if name in PLUGIN_PHASES:
             check_warnings(report, phase)
         entry["ms_per_iter"] = {f"{op['coll']} {op['bytes']}": op.get("ms_per_iter")
@@ -416,6 +421,10 @@ def main():
     if timing:
         summary["timing"] = timing
         print(f"INFO {timing['note']}")
+    profiler_cost = metrics_check.profiler_cost(summary["phases"], run.get("gpus", 1))
+    if profiler_cost:
+        summary["profiler_cost"] = profiler_cost
+        print(f"INFO {profiler_cost['note']}")
     summary["checks"] = report.checks
     for status in ("PASS", "FAIL", "SKIP"):
         summary[{"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}[status]] = \

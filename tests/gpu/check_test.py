@@ -6,6 +6,7 @@ covering it fails. PILOT_BUILD names the build tree whose nccl-pilot computes th
 
 Usage: PILOT_BUILD=build python3 -m unittest tests/gpu/check_test.py
 """
+import json
 import os
 import pathlib
 import re
@@ -157,6 +158,110 @@ class CheckFailsOnBrokenEvidence(RecordedRunCase):
         self.edit("tuned/rank0.nccl.log", r"\(0 lines skipped\)", "(2 lines skipped)")
         failed, _ = self.failures()
         self.assertEqual(failed, ["tuned tuner"])
+
+
+RE_TUNING = re.compile(
+    r"NCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
+NCCL_NAMES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter"}
+
+
+def synthesize_metrics_phase(root):
+    """A "metrics" phase for these tests, built from the recorded "tuned" phase: NCCL's logs of
+    that phase plus the lines a profiler load adds, and the files our built profiler writes when
+    the fake NCCL (tests/profiler/replay.cc) replays each rank's collectives with NCCL's recorded
+    decisions and a kernel time of half the recorded wall time per iteration. Not a GPU recording:
+    it shows the checks pass on files the library really writes and fail on broken ones."""
+    run_json = root / "run.json"
+    run_info = json.loads(run_json.read_text(encoding="utf-8"))
+    ranks = run_info["ranks"]
+    shutil.copytree(root / "tuned", root / "metrics")
+    log0 = (root / "metrics" / "rank0.nccl.log").read_text(encoding="utf-8")
+    decisions = {}
+    for func, nbytes, algo, proto, lo, hi in RE_TUNING.findall(log0):
+        decisions.setdefault((func, int(nbytes)), (algo, proto, int(hi) - int(lo) + 1))
+    for rank in range(ranks):
+        with open(root / "metrics" / f"rank{rank}.nccl.log", "a", encoding="utf-8") as log:
+            log.write("h:1:1 [0] NCCL INFO PROFILER/Plugin: Loaded Pilot (v5)\n"
+                      "h:1:1 [0] NCCL INFO PROFILER/Pilot: measuring collectives (files in "
+                      "metrics, every 5 s)\n")
+        ops = json.loads((root / "metrics" / f"rank{rank}.json").read_text())["ops"]
+        lines = [f"comm 0x7e57 world {ranks} {ranks}"]
+        for op in ops:
+            func = NCCL_NAMES[op["coll"]]
+            per_rank = op["bytes"] if op["coll"] == "allreduce" else op["bytes"] // ranks
+            algo, proto, channels = decisions[(func, per_rank)]
+            us = op["ms_per_iter"] * 1000 / 2
+            lines.append(f"coll 0x7e57 {func} {per_rank // 4} ncclFloat32 {algo} {proto} "
+                         f"{channels} {op['iters']} {us}")
+        scenario = root / "metrics" / f"rank{rank}.scenario"
+        scenario.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        env = dict(os.environ, NCCL_PILOT_METRICS_DIR=str(root / "metrics" / "metrics"),
+                   NCCL_PILOT_TUNER_TABLE=str(root / "validation.table"))
+        done = subprocess.run([str(BUILD / "bin" / "pilot_profiler_replay"), "--module",
+                               str(BUILD / "lib" / "libnccl-profiler-pilot.so"), "--scenario",
+                               str(scenario), "--rank", str(rank), "--jitter", "0"],
+                              env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise AssertionError("replay failed: " + done.stdout + done.stderr)
+    run_info["phases"] += ",metrics"
+    run_json.write_text(json.dumps(run_info, indent=1), encoding="utf-8")
+
+
+class MetricsPhase(RecordedRunCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        synthesize_metrics_phase(cls.good)
+
+    def summary_of(self, rank):
+        for path in (self.dir / "metrics" / "metrics").glob("*.jsonl"):
+            if f'"kind":"communicator","comm":"0x7e57","comm_name":"world","rank":{rank},' in \
+                    path.read_text(encoding="utf-8"):
+                return path.relative_to(self.dir)
+        raise AssertionError(f"no summary of rank {rank}")
+
+    def test_the_metrics_phase_passes_on_files_the_library_wrote(self):
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        for check in ("profiler", "metrics-files", "metrics-count", "metrics-time",
+                      "metrics-rule"):
+            self.assertRegex(out, rf"PASS metrics +{check} ")
+        self.assertIn("all 72 (rank, collective, size) measured exactly 3 times", out)
+        self.assertIn("72 (rank, collective, size) decisions credited", out)
+
+    def test_nccl_did_not_load_our_profiler(self):
+        self.edit("metrics/rank1.nccl.log", r".*PROFILER/Plugin: Loaded Pilot.*\n", "")
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["metrics profiler"])
+
+    def test_a_collective_missing_from_a_summary(self):
+        self.edit(self.summary_of(2), r'\{"kind":"collective"[^\n]*"collective":"AllGather",'
+                  r'"message_size":"256-512B"[^\n]*\n', "")
+        failed, out = self.failures()
+        self.assertIn("metrics metrics-count", failed)
+        self.assertIn("rank 2 allgather 1024: 0 measured, 3 run", out)
+
+    def test_a_kernel_longer_than_its_iteration(self):
+        self.edit(self.summary_of(0), r'("collective":"ReduceScatter","message_size":"1-2MB"'
+                  r'[^\n]*"time_us":\{"sum":)[0-9.e+]+', r"\g<1>1e9", count=1)
+        failed, out = self.failures()
+        self.assertEqual(failed, ["metrics metrics-time"])
+        self.assertIn("rank 0 reducescatter 4194304: kernel", out)
+
+    def test_a_decision_not_credited_to_the_table(self):
+        self.edit(self.summary_of(3), r'"decision":"rule 2 \(line 8\)"', '"decision":"NCCL"',
+                  count=1)
+        failed, out = self.failures()
+        self.assertEqual(failed, ["metrics metrics-rule"])
+        self.assertIn("['NCCL'], table line ['(line 8)']", out)
+
+    def test_a_rank_that_wrote_no_files(self):
+        summary = self.dir / self.summary_of(1)
+        summary.with_suffix(".prom").unlink()
+        summary.unlink()
+        failed, _ = self.failures()
+        self.assertIn("metrics metrics-files", failed)
+        self.assertIn("metrics metrics-count", failed)
 
 
 class OlderNcclWording(RecordedRunCase):

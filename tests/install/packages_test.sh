@@ -32,13 +32,14 @@ tar -xzf "$tarball" -C "$prefix"
 expected_top="bin/nccl-pilot
 lib/libnccl-net-pilot.so
 lib/libnccl-tuner-pilot.so
+lib/libnccl-profiler-pilot.so
 share/doc/nccl-pilot/README.md
 share/nccl-pilot/examples/h100-2node.table"
 for f in $expected_top; do
   [[ -f $prefix/$f ]] || fail "tarball lacks $f"
 done
 installed=$(cd "$prefix" && find . -type f | sed 's|^\./||')
-allowed='^(bin/nccl-pilot|lib/libnccl-(net|tuner)-pilot\.so|share/nccl-pilot/examples/.+|share/doc/nccl-pilot/.+\.md)$'
+allowed='^(bin/nccl-pilot|lib/libnccl-(net|tuner|profiler)-pilot\.so|share/nccl-pilot/examples/.+|share/doc/nccl-pilot/.+\.md)$'
 unexpected=$(grep -Ev "$allowed" <<<"$installed" || true)
 [[ -z $unexpected ]] || fail "unexpected files in the tarball: $unexpected"
 [[ -f $prefix/share/doc/nccl-pilot/docs/deployment.md ]] || fail "docs/deployment.md not installed"
@@ -82,7 +83,8 @@ depends=$(field Depends)
   fail "Recommends: $(field Recommends)"
 [[ -n $(field Maintainer) && -n $(field Description) ]] || fail "no Maintainer/Description"
 files=$(dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's|^\./|/|')
-for f in /usr/lib/libnccl-net-pilot.so /usr/lib/libnccl-tuner-pilot.so /usr/bin/nccl-pilot \
+for f in /usr/lib/libnccl-net-pilot.so /usr/lib/libnccl-tuner-pilot.so \
+  /usr/lib/libnccl-profiler-pilot.so /usr/bin/nccl-pilot \
   /usr/share/nccl-pilot/examples/h100-2node.table /usr/share/doc/nccl-pilot/README.md; do
   grep -qxF "$f" <<<"$files" || fail ".deb lacks $f"
 done

@@ -205,19 +205,7 @@ Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
     std::lock_guard<std::mutex> lock(mutex_);
     const Loaded& loaded = loadOnce(*logger);
     if (loaded.strictFailure) return Error{loaded.strictReason};
-    if (loaded.table) {
-      CommShape shape = CommShape::from(params.nRanks, params.nNodes);
-      if (params.ranksPerNode) shape.ranksPerNode = params.ranksPerNode;
-      if (params.unevenNodes) shape.ranksPerNode.reset();
-      auto it = cache_.find(shape);
-      if (it != cache_.end()) {
-        compiled = it->second;
-      } else {
-        compiled =
-            std::make_shared<const CompiledTable>(CompiledTable::compile(*loaded.table, shape));
-        if (cache_.size() < kMaxCachedShapes) cache_.emplace(shape, compiled);
-      }
-    }
+    compiled = compileLocked(loaded, params);
   }
   if (params.abiVersion == 2 && compiled &&
       (readText(env_, setting::kNcclAlgo) || readText(env_, setting::kNcclProto))) {
@@ -238,6 +226,27 @@ Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
               params.abiVersion);
   }
   return std::make_unique<TunerContext>(std::move(compiled), std::move(logger), trace);
+}
+
+std::shared_ptr<const CompiledTable> TunerRuntime::compileLocked(const Loaded& loaded,
+                                                                 const ContextParams& params) {
+  if (!loaded.table) return nullptr;
+  CommShape shape = CommShape::from(params.nRanks, params.nNodes);
+  if (params.ranksPerNode) shape.ranksPerNode = params.ranksPerNode;
+  if (params.unevenNodes) shape.ranksPerNode.reset();
+  auto it = cache_.find(shape);
+  if (it != cache_.end()) return it->second;
+  auto compiled =
+      std::make_shared<const CompiledTable>(CompiledTable::compile(*loaded.table, shape));
+  if (cache_.size() < kMaxCachedShapes) cache_.emplace(shape, compiled);
+  return compiled;
+}
+
+TunerRuntime::Compiled TunerRuntime::compiledFor(const ContextParams& params, Logger& logger) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Loaded& loaded = loadOnce(logger);
+  if (loaded.strictFailure || !loaded.table) return {};
+  return {loaded.table, compileLocked(loaded, params)};
 }
 
 size_t TunerRuntime::cachedShapes() {

@@ -87,6 +87,15 @@ class TunerRuntime {
   /// Compiled tables currently cached (one per communicator shape seen).
   size_t cachedShapes();
 
+  /// The loaded table and its compilation for a communicator's shape, exactly as
+  /// createContext builds them (both null: no table, tuner disabled, or a strict-mode
+  /// failure). For the profiler, which credits NCCL's decisions to the table's rules.
+  struct Compiled {
+    std::shared_ptr<const TuningTable> table;
+    std::shared_ptr<const CompiledTable> compiled;
+  };
+  Compiled compiledFor(const ContextParams& params, Logger& logger);
+
   static constexpr size_t kMaxCachedShapes = 256;
 
  private:
@@ -97,6 +106,9 @@ class TunerRuntime {
     std::shared_ptr<const TuningTable> table;  // null: no table, NCCL decides
   };
   const Loaded& loadOnce(Logger& logger);
+  /// The cached compilation for the shape of `params` (mutex_ held); null without a table.
+  std::shared_ptr<const CompiledTable> compileLocked(const Loaded& loaded,
+                                                     const ContextParams& params);
 
   EnvLookup env_;
   std::mutex mutex_;

@@ -19,9 +19,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   const std::vector<Command> commands = {
-      addVersionCommand(app), addExplainCommand(app), addTopoCommand(app),   addNetbenchCommand(app),
-      addSweepCommand(app),   addFitCommand(app),     addReportCommand(app), addDoctorCommand(app),
-      addMonitorCommand(app)};
+      addVersionCommand(app),  addExplainCommand(app), addTopoCommand(app),
+      addNetbenchCommand(app), addSweepCommand(app),   addFitCommand(app),
+      addReportCommand(app),   addDoctorCommand(app),  addMonitorCommand(app)};
 
   // CLI11 would report a mistyped command as a missing one; name it instead.
   if (argc > 1 && argv[1][0] != '-') {

@@ -94,7 +94,8 @@ std::vector<Request> generateDenseRequests(size_t n, uint64_t seed) {
   for (Request& r : out) {
     r.coll = 4;
     const unsigned bits = static_cast<unsigned>(rng() % 36);  // 0 .. 2^35 - 1
-    r.nBytes = bits == 0 ? 0 : (uint64_t{1} << (bits - 1)) | (rng() & ((uint64_t{1} << (bits - 1)) - 1));
+    r.nBytes =
+        bits == 0 ? 0 : (uint64_t{1} << (bits - 1)) | (rng() & ((uint64_t{1} << (bits - 1)) - 1));
   }
   return out;
 }

@@ -65,8 +65,8 @@ void BM_EmptyFunction(benchmark::State& state) {
     const bench::Request& r = s.requests[i++ & s.requestMask];
     int nChannels = 0;
     tuner->getCollInfo(s.ctx, static_cast<ncclFunc_t>(r.coll), r.nBytes, 1,
-                       reinterpret_cast<float**>(work[r.coll]), bench::kNumAlgo, bench::kNumProto, 0,
-                       &nChannels);
+                       reinterpret_cast<float**>(work[r.coll]), bench::kNumAlgo, bench::kNumProto,
+                       0, &nChannels);
     benchmark::DoNotOptimize(nChannels);
   }
   state.SetItemsProcessed(state.iterations());
@@ -163,8 +163,8 @@ int main(int argc, char** argv) {
   }
   std::string tablePath;
   if (ruleCount > 0) {
-    gSetup.rules = opts.dense ? bench::generateDenseRules(ruleCount, kNodes)
-                              : bench::generateRules(ruleCount);
+    gSetup.rules =
+        opts.dense ? bench::generateDenseRules(ruleCount, kNodes) : bench::generateRules(ruleCount);
     char name[] = "/tmp/pilot-bench-XXXXXX";
     const int fd = mkstemp(name);
     const std::string csv = bench::toCsv(gSetup.rules);

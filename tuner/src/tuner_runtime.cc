@@ -36,21 +36,48 @@ TunerContext::TunerContext(std::shared_ptr<const CompiledTable> table,
       trace_(trace),
       nNodes_(compiled_ ? compiled_->shape().nNodes : 1) {
   if (!logger_) logger_ = std::make_unique<NullLogger>();
+  for (int c = 0; c < kNumCollectives && table_ != nullptr; ++c) {
+    index_[c] = table_->sizeIndex(static_cast<Collective>(c));
+  }
 }
 
-void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
-                               int numAlgo, int numProto, int regBuff,
-                               int* nChannels) const noexcept {
+void TunerContext::getCollInfoSlow(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
+                                   int numAlgo, int numProto, int regBuff,
+                                   int* nChannels) const noexcept {
   if (table_ == nullptr || costTable == nullptr || !validCollective(collType)) return;
+  const auto coll = static_cast<Collective>(collType);
+  const CompiledTable::Interval* iv = table_->interval(coll, nBytes);
+  if (iv == nullptr) {  // the linear fallback, or no rule for this collective
+    walkCandidates(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels,
+                   table_->candidates(coll, nBytes));
+    return;
+  }
+  CompiledTable::Span span = table_->candidatesOf(coll, iv);
+  const PlainSelect direct = iv->direct;
+  if (direct.valid()) {
+    const int a = direct.cell() / kNumProtocols, p = direct.cell() % kNumProtocols;
+    if (a < numAlgo && p < numProto && costTable[a * numProto + p] >= 0.0f) {
+      costTable[a * numProto + p] = 0.0f;
+      if (direct.channels() > 0 && nChannels != nullptr) *nChannels = direct.channels();
+      remember(collType, nBytes, direct.rule(), numPipeOps);
+      return;
+    }
+    ++span.begin;  // that candidate does not apply: the walk goes on behind it
+  }
+  walkCandidates(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels,
+                 span);
+}
+
+void TunerContext::walkCandidates(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
+                                  int numAlgo, int numProto, int regBuff, int* nChannels,
+                                  CompiledTable::Span span) const noexcept {
   const uint32_t pipeOps = numPipeOps < 0 ? 0 : static_cast<uint32_t>(numPipeOps);
-  const CompiledTable::Span span = table_->candidates(static_cast<Collective>(collType), nBytes);
-  const HotRule* hit = nullptr;
+  uint32_t rule = kNoRule;
   for (const HotRule* h = span.begin; h != span.end; ++h) {
     if (nBytes < h->sizeLo || nBytes > h->sizeHi) continue;
     if (pipeOps < h->pipeLo || pipeOps > h->pipeHi) continue;
     if (h->regBuff >= 0 && h->regBuff != regBuff) continue;
     if (h->selectAlgo >= 0) {
-      // The common case, inline: one cell, written only if NCCL left it usable.
       if (h->selectAlgo >= numAlgo || h->selectProto >= numProto) continue;
       float& cell = costTable[h->selectAlgo * numProto + h->selectProto];
       if (!(cell >= 0.0f)) continue;
@@ -62,15 +89,16 @@ void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps, fl
     } else if (h->channels > 0 && nChannels != nullptr) {
       *nChannels = h->channels;
     }
-    hit = h;
+    rule = h->rule;
     break;
   }
-  memoRule_.store(packMemo(collType, hit ? hit->rule : kNoRule), std::memory_order_relaxed);
-  memoBytes_.store(nBytes, std::memory_order_relaxed);
-  if (trace_) {
-    traceDecision(*logger_, "getCollInfo", collType, nBytes, numPipeOps,
-                  hit ? &table_->rule(hit->rule) : nullptr);
-  }
+  remember(collType, nBytes, rule, numPipeOps);
+}
+
+void TunerContext::traceCall(int collType, uint64_t nBytes, uint32_t rule,
+                             int numPipeOps) const noexcept {
+  traceDecision(*logger_, "getCollInfo", collType, nBytes, numPipeOps,
+                rule != kNoRule ? &table_->rule(rule) : nullptr);
 }
 
 void TunerContext::getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport, int nvlsSupport,

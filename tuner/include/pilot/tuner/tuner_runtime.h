@@ -37,8 +37,10 @@ class TunerContext {
 
   /// v3+: edits NCCL's cost table (float[numAlgo][numProto]) and maybe *nChannels.
   /// regBuff < 0 means the ABI does not pass it (v3): rules with regbuff= do not match.
-  void getCollInfo(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
-                   int numProto, int regBuff, int* nChannels) const noexcept;
+  /// Inline: its common case (see below) is a handful of loads, cheaper than a call's set-up.
+  __attribute__((always_inline)) void getCollInfo(int collType, uint64_t nBytes, int numPipeOps,
+                                                  float* costTable, int numAlgo, int numProto,
+                                                  int regBuff, int* nChannels) const noexcept;
 
   /// v2 (NCCL 2.21): writes *algorithm and *protocol (both or neither) and maybe *nChannels.
   void getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport, int nvlsSupport,
@@ -55,6 +57,22 @@ class TunerContext {
   Logger& logger() const { return *logger_; }
 
  private:
+  /// getCollInfo in full: the interval, its plain select if any, then its candidates in
+  /// priority order (and the linear fallback, and no table at all).
+  void getCollInfoSlow(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
+                       int numProto, int regBuff, int* nChannels) const noexcept;
+  void walkCandidates(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
+                      int numProto, int regBuff, int* nChannels,
+                      CompiledTable::Span span) const noexcept;
+  void remember(int collType, uint64_t nBytes, uint32_t rule, int numPipeOps) const noexcept {
+    memoRule_.store(packMemo(collType, rule), std::memory_order_relaxed);
+    memoBytes_.store(nBytes, std::memory_order_relaxed);
+    if (__builtin_expect(trace_, 0)) traceCall(collType, nBytes, rule, numPipeOps);
+  }
+  void traceCall(int collType, uint64_t nBytes, uint32_t rule, int numPipeOps) const noexcept;
+
+  /// Each collective's size index, copied out of the table (empty when there is none).
+  CompiledTable::SizeIndex index_[kNumCollectives];
   std::shared_ptr<const CompiledTable> compiled_;
   const CompiledTable* table_ = nullptr;  // null: the context never touches anything
   std::unique_ptr<Logger> logger_;
@@ -70,6 +88,37 @@ class TunerContext {
   mutable std::atomic<uint64_t> memoBytes_{~0ull};
   mutable std::atomic<uint32_t> memoRule_{~0u};
 };
+
+inline void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps,
+                                      float* costTable, int numAlgo, int numProto, int regBuff,
+                                      int* nChannels) const noexcept {
+  // The common case: the size's bucket holds at most one edge and its interval's first rule is
+  // a plain select whose cell NCCL left usable. Everything else goes the full way; without a
+  // table there is nothing to do.
+  if (static_cast<unsigned>(collType) >= static_cast<unsigned>(kNumCollectives)) return;
+  if (index_[collType].buckets != nullptr && costTable != nullptr) {
+    if (const CompiledTable::Interval* iv = index_[collType].direct(nBytes)) {
+      // NCCL's tables have 3 protocols, so the packed cell index is NCCL's own.
+      const PlainSelect d = iv->direct;
+      const int cell = d.cell();
+      if (d.valid() && numProto == kNumProtocols && cell < numAlgo * kNumProtocols &&
+          costTable[cell] >= 0.0f) {
+        costTable[cell] = 0.0f;
+        if (nChannels != nullptr) {
+          // Stored back unchanged when the rule keeps NCCL's count: no unpredictable branch on
+          // tables that set channels every few bands.
+          const int keep = *nChannels, set = d.channels();
+          *nChannels = set > 0 ? set : keep;
+        }
+        remember(collType, nBytes, d.rule(), numPipeOps);
+        return;
+      }
+    }
+  }
+  if (table_ != nullptr) {
+    getCollInfoSlow(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
+  }
+}
 
 class TunerRuntime {
  public:

@@ -82,11 +82,16 @@ HotRule makeHot(const Rule& r, uint32_t index, const Range& size) {
 
 }  // namespace
 
-CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& shape) {
+CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& shape,
+                                     const ProcessFacts& facts) {
   CompiledTable out;
   out.shape_ = shape;
   for (const Rule& r : table.rules) {
-    if (matchesShape(r, shape)) out.rules_.push_back(r);
+    if (!matchesShape(r, shape)) continue;
+    const bool fabricOk = fabricAdmits(r, facts), ncclOk = ncclAdmits(r, facts);
+    out.droppedByFabric_ += fabricOk ? 0 : 1;
+    out.droppedByNccl_ += ncclOk ? 0 : 1;
+    if (fabricOk && ncclOk) out.rules_.push_back(r);
   }
   const uint32_t n = static_cast<uint32_t>(out.rules_.size());
   for (int ci = 0; ci < kNumCollectives; ++ci) {

@@ -1,4 +1,5 @@
-// A table compiled for one communicator shape: rules that cannot match the shape are dropped,
+// A table compiled for one communicator shape and the process's facts (fabric, NCCL version):
+// rules that cannot match the shape or whose fabric=/nccl= keys do not hold are dropped,
 // per-rank sizes become total bytes, and each collective's size axis is cut into sorted
 // elementary intervals, each holding its candidate rules in priority order. A lookup reads one
 // bucket of a log-linear size index and compares with at most one interval edge (no search on
@@ -9,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "pilot/tuner/process_facts.h"
 #include "pilot/tuner/table.h"
 
 namespace pilot::tuner {
@@ -84,7 +86,9 @@ class CompiledTable {
     }
   };
 
-  static CompiledTable compile(const TuningTable& table, const CommShape& shape);
+  /// The facts default to none known: rules with fabric= or nccl= are dropped.
+  static CompiledTable compile(const TuningTable& table, const CommShape& shape,
+                               const ProcessFacts& facts = {});
 
   SizeIndex sizeIndex(Collective coll) const;
 
@@ -114,6 +118,9 @@ class CompiledTable {
   size_t ruleCount() const { return rules_.size(); }
   bool empty() const { return rules_.empty(); }
   const CommShape& shape() const { return shape_; }
+  /// Rules of the table that matched the shape but not the facts' fabric (nccl version).
+  size_t droppedByFabric() const { return droppedByFabric_; }
+  size_t droppedByNccl() const { return droppedByNccl_; }
 
   /// Sizes (total bytes) where a candidate list of `coll` starts; for `explain`. Empty when the
   /// lane uses the linear fallback.
@@ -155,6 +162,7 @@ class CompiledTable {
 
   CommShape shape_;
   std::vector<Rule> rules_;
+  size_t droppedByFabric_ = 0, droppedByNccl_ = 0;
   Lane lanes_[kNumCollectives];
 };
 

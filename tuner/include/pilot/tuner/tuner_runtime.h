@@ -26,6 +26,9 @@ struct ContextParams {
   /// NCCL said nodes hold different numbers of ranks: rules with rpn= never match.
   bool unevenNodes = false;
   int abiVersion = 6;
+  /// The fabric and the running NCCL's version (plugin/ reads them; process_facts.h says why
+  /// they must be alike on every node). The default knows neither.
+  ProcessFacts facts;
 };
 
 /// Per-communicator state. All calls are const, allocation-free and lock-free, so NCCL may call
@@ -129,11 +132,12 @@ class TunerRuntime {
   /// contexts share ownership of their compiled tables, so none dangles meanwhile.
   static TunerRuntime& process();
 
-  /// Builds a communicator's context. Fails only in strict mode with a bad table.
+  /// Builds a communicator's context. Fails only in strict mode, with a bad table or one whose
+  /// digest is not NCCL_PILOT_TUNER_TABLE_SHA256's.
   Expected<std::unique_ptr<TunerContext>> createContext(const ContextParams& params,
                                                         std::unique_ptr<Logger> logger);
 
-  /// Compiled tables currently cached (one per communicator shape seen).
+  /// Compiled tables currently cached (one per communicator shape and facts seen).
   size_t cachedShapes();
 
   static constexpr size_t kMaxCachedShapes = 256;
@@ -145,12 +149,14 @@ class TunerRuntime {
     std::string strictReason;
     std::shared_ptr<const TuningTable> table;  // null: no table, NCCL decides
   };
-  const Loaded& loadOnce(Logger& logger);
+  const Loaded& loadOnce(Logger& logger, const ProcessFacts& facts);
+  /// Empty when NCCL_PILOT_TUNER_TABLE_SHA256 is unset or names this table; else the WARN.
+  std::string digestProblem(const std::string& path, const TuningTable& table) const;
 
   EnvLookup env_;
   std::mutex mutex_;
   std::optional<Loaded> loaded_;
-  std::map<CommShape, std::shared_ptr<const CompiledTable>> cache_;
+  std::map<std::pair<CommShape, ProcessFacts>, std::shared_ptr<const CompiledTable>> cache_;
 };
 
 }  // namespace pilot::tuner

@@ -21,7 +21,7 @@ class PluginLibrary {
   void* symbol(const std::string& name) const;
   const std::string& path() const { return path_; }
 
-  /// Which ncclTunerPlugin_v2.._v6 / ncclNetPlugin_v6.._v12 symbols exist, ascending.
+  /// Which ncclTunerPlugin_v2.._v7 / ncclNetPlugin_v6.._v12 symbols exist, ascending.
   std::vector<int> tunerAbis() const;
   std::vector<int> netAbis() const;
 
@@ -35,7 +35,7 @@ class PluginLibrary {
 /// installed prefix both lay the two out that way.
 std::string defaultPluginPath();
 
-constexpr int kTunerAbiMin = 2, kTunerAbiMax = 6;
+constexpr int kTunerAbiMin = 2, kTunerAbiMax = 7;
 constexpr int kNetAbiMin = 6, kNetAbiMax = 12;
 
 }  // namespace pilot::cli

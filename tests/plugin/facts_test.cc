@@ -20,6 +20,13 @@ const char* const kFabricTable =
     "allreduce fabric=roce algo=tree proto=ll\n"
     "allreduce fabric=ethernet algo=ring proto=simple\n";
 
+bool warnsNone() {
+  for (const LogLine& l : capturedLogs()) {
+    if (l.level == NCCL_LOG_WARN) return false;
+  }
+  return true;
+}
+
 /// What every release runs for a 4K AllReduce with kFabricTable on the machine under `root`.
 void expectFabric(const std::string& root, Choice want, const char* fabricName) {
   TempTable table(kFabricTable);
@@ -203,6 +210,39 @@ TEST(Facts, AnNcclLoadedRtldLocalIsFound) {
     EXPECT_TRUE(
         logged(NCCL_LOG_INFO, {"which does not load tuner ABI v" + std::to_string(other.abi)}))
         << dumpLogs();
+  });
+}
+
+/// The shipped fleet table on the machine under `root`, acting as release `name`.
+void expectFleet(const std::string& root, const char* name, Choice small, Choice large,
+                 int largeChannels) {
+  setEnv("NCCL_PILOT_TUNER_TABLE", PILOT_FLEET_TABLE);
+  setEnv("NCCL_PILOT_SYSFS_ROOT", root);
+  FAKE_LOAD(m, kTunerModule);
+  FakeComm comm(m, release(name), {16, 2});
+  ASSERT_EQ(comm.initResult(), ncclSuccess);
+  EXPECT_EQ(comm.collInfo(allReduce(64 * K)).choice, small);
+  Decision big = comm.collInfo(allReduce(16 * M));
+  EXPECT_EQ(big.choice, large.algo < 0 ? comm.ncclDefault(allReduce(16 * M)) : large);
+  EXPECT_EQ(big.nChannels, largeChannels);
+  EXPECT_TRUE(warnsNone()) << dumpLogs();
+}
+
+TEST(Facts, ShippedFleetTableDoesWhatItsCommentsSay) {
+  const Choice ncclOwn{-1, -1};
+  inChild([] {
+    expectFleet(kData + "/baremetal-2gpu-2nic-switch", "2.32", pick(kTree, kLL),
+                pick(kRing, kSimple), 0);
+  });
+  inChild([] {
+    expectFleet(kData + "/kvm-flat-2gpu-2nic", "2.30", pick(kRing, NCCL_PROTO_LL128),
+                pick(kRing, kSimple), 0);
+  });
+  inChild([&] {
+    expectFleet(kData + "/kvm-flat-2gpu-2nic", "2.32", pick(kRing, NCCL_PROTO_LL128), ncclOwn, 0);
+  });
+  inChild([] {
+    expectFleet(kData + "/hwloc", "2.28", pick(kRing, NCCL_PROTO_LL128), pick(kRing, kSimple), 8);
   });
 }
 

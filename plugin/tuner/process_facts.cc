@@ -19,6 +19,10 @@ struct FabricFact {
   std::string warning;
 };
 
+// Rank-local input: the ports of this node and this process's environment. Every node of a
+// homogeneous job reads the same answer; a node whose ports are down, or a rank launched with
+// another NCCL_IB_DISABLE / NCCL_IB_HCA, would match other fabric= rules than its peers. The
+// INFO line at init names the port or the reason, so such a node stands out in the logs.
 FabricFact readFabric() {
   const EnvLookup env = processEnv();
   FabricFact out;
@@ -66,6 +70,9 @@ bool askLoaded(const char* name, FoundVersion& out) {
   return found;
 }
 
+// Rank-local input too: the NCCL library this process runs. Alike on every rank of a job built
+// from one image; a container with another NCCL would match other nccl= rules (and NCCL itself
+// would likely refuse to connect ranks of different versions).
 FoundVersion findRunningNccl(const void* caller) {
   FoundVersion out;
   Dl_info info{};

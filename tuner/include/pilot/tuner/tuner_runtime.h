@@ -123,6 +123,10 @@ inline void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipe
   }
 }
 
+/// Every rank must decide alike: its inputs that are not NCCL's (the same on every rank) are
+/// the table file, the facts (process_facts.h) and this process's settings (NCCL_PILOT_TUNER*,
+/// NCCL_TUNER_CONFIG_FILE, NCCL_ALGO/NCCL_PROTO under ABI v2), which a launcher must give every
+/// rank alike. The table's digest is logged, and can be pinned, for that reason.
 class TunerRuntime {
  public:
   explicit TunerRuntime(EnvLookup env);

@@ -19,6 +19,15 @@ step "All-gather keyed on per-rank bytes, with chunk sizes (NCCL 2.30, tuner ABI
 step "The same all-reduce when NCCL_ALGO excludes Tree: a rule whose cell NCCL disabled steps aside" \
   "$pilot" explain --table "$table" --coll allreduce --nodes 2 --ranks 16 --nccl 2.28 \
   --disable tree
+fleet=examples/fleet.table
+step "One table, two fabrics (fabric= keys): the same all-reduce on InfiniBand ..." \
+  "$pilot" explain --table "$fleet" --coll allreduce --nodes 2 --ranks 16 --nccl 2.30 --fabric ib
+step "... and on RoCE, where a rule measured on NCCL 2.28-2.30 (nccl=) applies" \
+  "$pilot" explain --table "$fleet" --coll allreduce --nodes 2 --ranks 16 --nccl 2.30 --fabric roce
+step "The same on NCCL 2.32 (tuner ABI v7): that rule steps aside, NCCL keeps its own choice" \
+  "$pilot" explain --table "$fleet" --coll allreduce --nodes 2 --ranks 16 --nccl 2.32 --fabric roce
+step "The table's digest, which every rank logs and a launcher pins (NCCL_PILOT_TUNER_TABLE_SHA256)" \
+  "$pilot" explain --table "$fleet" --digest
 step "This machine as the net plugin would describe it to NCCL (no GPU here: nothing to pair)" \
   "$pilot" topo
 step "A recorded KVM guest: GPUs and RDMA NICs on root ports (PHB), repaired into PIX pairs" \

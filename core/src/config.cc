@@ -19,6 +19,14 @@ const std::vector<SettingInfo>& allSettings() {
        "1 = a table with any bad line, or an unreadable table, fails communicator init", nullptr},
       {setting::kTunerEnable, SettingType::Bool, "1",
        "0 = the tuner never touches NCCL's decisions (the library still loads)", nullptr},
+      {setting::kTunerTableSha256, SettingType::Text, "",
+       "hex prefix (8..64 digits) of the table's SHA-256 the launcher expects (nccl-pilot explain "
+       "--table T --digest); another table leaves every decision to NCCL (strict: fails init)",
+       nullptr},
+      {setting::kTunerFabric, SettingType::Enum, "auto",
+       "the fabric the table's fabric= keys match: auto = detected (RDMA ports ACTIVE, their link "
+       "layer, NCCL_IB_DISABLE, NCCL_NET, NCCL_IB_HCA), or name it",
+       "auto|ib|roce|ethernet"},
       {setting::kTopo, SettingType::Bool, "1",
        "0 = the net plugin writes no topology file (NCCL_TOPO_FILE) and NCCL detects on its own",
        nullptr},

@@ -120,6 +120,7 @@ CommMonitor* MetricsRuntime::open(CommIdentity identity, std::unique_ptr<Logger>
   tuner::ContextParams params;
   params.nRanks = static_cast<uint64_t>(std::max(identity.nRanks, 1));
   params.nNodes = static_cast<uint64_t>(std::max(identity.nNodes, 1));
+  params.facts = identity.facts;
   auto table = tables_.compiledFor(params, nullLogger());
   const std::string source = table.compiled
                                  ? std::to_string(table.compiled->ruleCount()) + " rules of " +

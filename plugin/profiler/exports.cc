@@ -12,6 +12,7 @@
 #include "logger_bridge.h"
 #include "pilot/metrics/event_path.h"
 #include "pilot/metrics/runtime.h"
+#include "tuner/process_facts.h"
 
 namespace pilot::plugin {
 namespace {
@@ -29,8 +30,21 @@ constexpr unsigned long kFlags = subsys::Init | subsys::Profile;
 /// init's), so every communicator must ask for the same events.
 constexpr int kMeasuringMask = static_cast<int>(ncclProfileColl | ncclProfileKernelCh);
 
+/// The NCCL releases whose newest profiler ABI is `abi` (2.27 v4, 2.28 v5, 2.29 and later v6).
+tuner::Range ncclVersionsOfProfilerAbi(int abi) {
+  switch (abi) {
+    case 4:
+      return {tuner::ncclVersionCode(2, 27), tuner::ncclVersionCode(2, 27, 99)};
+    case 5:
+      return {tuner::ncclVersionCode(2, 28), tuner::ncclVersionCode(2, 28, 99)};
+    default:
+      return {tuner::ncclVersionCode(2, 29), tuner::Range{}.hi};
+  }
+}
+
 ncclResult_t initCommon(int abi, void** context, uint64_t commId, int* mask, const char* commName,
-                        int nNodes, int nRanks, int rank, ncclDebugLogger_t logFn) {
+                        int nNodes, int nRanks, int rank, ncclDebugLogger_t logFn,
+                        const void* caller) {
   if (context != nullptr) *context = nullptr;
   if (mask != nullptr) *mask = 0;
   NcclLogger log(logFn, kPrefix);
@@ -47,6 +61,8 @@ ncclResult_t initCommon(int abi, void** context, uint64_t commId, int* mask, con
     id.nRanks = nRanks;
     id.rank = rank;
     id.abiVersion = abi;
+    id.facts = readProcessFacts(ncclVersionsOfProfilerAbi(abi),
+                                "profiler ABI v" + std::to_string(abi), caller);
     *context = runtime.open(std::move(id), std::make_unique<NcclLogger>(logFn, kPrefix));
     return ncclSuccess;
   });
@@ -54,13 +70,15 @@ ncclResult_t initCommon(int abi, void** context, uint64_t commId, int* mask, con
 
 ncclResult_t initV4(void** context, int* mask, const char* commName, uint64_t commHash, int nNodes,
                     int nRanks, int rank, ncclDebugLogger_t logFn) {
-  return initCommon(4, context, commHash, mask, commName, nNodes, nRanks, rank, logFn);
+  return initCommon(4, context, commHash, mask, commName, nNodes, nRanks, rank, logFn,
+                    __builtin_return_address(0));
 }
 
 template <int Version>
 ncclResult_t initV5(void** context, uint64_t commId, int* mask, const char* commName, int nNodes,
                     int nRanks, int rank, ncclDebugLogger_t logFn) {
-  return initCommon(Version, context, commId, mask, commName, nNodes, nRanks, rank, logFn);
+  return initCommon(Version, context, commId, mask, commName, nNodes, nRanks, rank, logFn,
+                    __builtin_return_address(0));
 }
 
 /// v4, v5 and v6 share the coll and kernelCh fields we read; only the type width differs.

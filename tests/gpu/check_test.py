@@ -66,7 +66,8 @@ class CheckFailsOnBrokenEvidence(RecordedRunCase):
     def test_the_recorded_run_passes_untouched(self):
         failed, out = self.failures()
         self.assertEqual(failed, [])
-        self.assertIn("33 passed, 0 failed", out)
+        # Recorded before the tuner logged its facts: that check skips (tuned, topo-only).
+        self.assertIn("33 passed, 0 failed, 2 skipped", out)
 
     def test_a_decision_nccl_did_not_take_from_the_table(self):
         self.edit("tuned/rank0.nccl.log", r"AllReduce: 4194304 Bytes -> Algo RING proto LL",
@@ -158,6 +159,57 @@ class CheckFailsOnBrokenEvidence(RecordedRunCase):
         self.edit("tuned/rank0.nccl.log", r"\(0 lines skipped\)", "(2 lines skipped)")
         failed, _ = self.failures()
         self.assertEqual(failed, ["tuned tuner"])
+
+    def log_digests(self, digests):
+        """The loaded line as this build writes it, with digests[r] on rank r (both phases)."""
+        for phase in ("tuned", "topo-only"):
+            for r, digest in enumerate(digests):
+                self.edit(f"{phase}/rank{r}.nccl.log", r"\(0 lines skipped\)",
+                          f"(sha256 {digest}, 0 lines skipped)")
+
+    def test_every_rank_read_the_same_table(self):
+        self.log_digests(["0123456789abcdef"] * 4)
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        self.assertIn("0 lines skipped, sha256 0123456789abcdef, on every rank", out)
+
+    def test_a_rank_that_read_another_table(self):
+        self.log_digests(["0123456789abcdef"] * 3 + ["fedcba9876543210"])
+        failed, out = self.failures()
+        self.assertEqual(failed, ["topo-only tuner", "tuned tuner"])
+        self.assertIn("fedcba9876543210", out)
+
+    def test_a_table_other_than_the_pinned_one(self):
+        self.log_digests(["0123456789abcdef"] * 4)
+        self.edit("run.json", r'"nccl": "2.28.9",', '"nccl": "2.28.9", "table_sha256": "00000000deadbeef",')
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["topo-only tuner", "tuned tuner"])
+
+    def log_facts(self, versions):
+        """The tuner's facts line on rank r: fabric ethernet and NCCL versions[r] (a version, and
+        where it came from)."""
+        for phase in ("tuned", "topo-only"):
+            for r, (version, source) in enumerate(versions):
+                with open(self.dir / phase / f"rank{r}.nccl.log", "a", encoding="utf-8") as log:
+                    log.write(f"vm:1:1 [0] NCCL INFO TUNER/Pilot: matching fabric ethernet "
+                              f"(NCCL_IB_DISABLE=1: NCCL's IB transport is off), NCCL {version} "
+                              f"({source}): fabric= on 0 rules (0 hold), nccl= on 0 rules "
+                              "(0 hold)\n")
+
+    def test_the_tuner_read_the_running_nccl_on_every_rank(self):
+        self.log_facts([("2.28.9", "ncclGetVersion in /opt/libnccl.so.2 (the caller of init)")] * 4)
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        self.assertIn("every rank matched fabric ethernet (NCCL_IB_DISABLE=1", out)
+        self.assertIn("35 passed, 0 failed\n", out)  # the 2 facts checks pass, none skips
+
+    def test_a_rank_that_only_inferred_the_version(self):
+        good = ("2.28.9", "ncclGetVersion in the global scope")
+        self.log_facts([good, ("2.28.0-2.29.99", "no ncclGetVersion ...; tuner ABI v5 implies it"),
+                        good, good])
+        failed, out = self.failures()
+        self.assertEqual(failed, ["topo-only facts", "tuned facts"])
+        self.assertIn("rank 1: fabric ethernet, NCCL 2.28.0-2.29.99", out)
 
 
 RE_TUNING = re.compile(
@@ -301,7 +353,7 @@ class OlderNcclWording(RecordedRunCase):
         failed, out = self.failures()
         self.assertEqual(failed, [])
         self.assertRegex(out, r"SKIP tuned +decisions +this NCCL \(2.21/2.22\)")
-        self.assertIn(", 1 skipped", out)
+        self.assertIn(", 3 skipped", out)
 
 
 class RecordedFailure(unittest.TestCase):

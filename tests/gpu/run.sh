@@ -125,9 +125,12 @@ else
     die "$python cannot import torch"
   clear_out
   cp "$here/validation.table" "$out/validation.table"
+  table_sha=$("$cli" explain --table "$out/validation.table" --digest) ||
+    die "nccl-pilot explain --digest failed"
   {
     echo "{"
     echo "  \"nccl\": \"$nccl_version\","
+    echo "  \"table_sha256\": \"$table_sha\","
     echo "  \"ranks\": $ranks,"
     echo "  \"gpus\": $gpus,"
     echo "  \"sizes\": [$byte_sizes],"
@@ -151,10 +154,11 @@ fi
 # The table is the run's own copy: a dry run checks a recorded run against the table it used.
 table=$out/validation.table
 [[ -f $table ]] || die "$table missing"
-nccl_minor=$(echo "$nccl_version" | cut -d. -f1,2)
+# The full version: a patch release can change the tuner ABI (2.32.3 loads v6, 2.32.6 v7). The
+# fabric is what NCCL_IB_DISABLE=1 (every phase) makes the tuner detect.
 for coll in allreduce allgather reducescatter; do
   "$cli" explain --table "$table" --coll "$coll" --nodes "$ranks" --ranks "$ranks" \
-    --nccl "$nccl_minor" --min 1 --max 16G --json >"$out/expect-$coll.json" ||
+    --nccl "$nccl_version" --fabric ethernet --min 1 --max 16G --json >"$out/expect-$coll.json" ||
     die "nccl-pilot explain failed for $coll"
 done
 
@@ -170,13 +174,15 @@ run_phase() { # PHASE
   baseline) mode=(NCCL_NET=Socket NCCL_NET_PLUGIN=none NCCL_TUNER_PLUGIN=none) ;;
   pilot) mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib") ;;
   tuned)
+    # The table's digest is pinned as a launcher would pin it: a rank reading another table
+    # would leave NCCL's choices (and WARN), which the checks would catch.
     mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
-      NCCL_PILOT_TUNER_TABLE="$table")
+      NCCL_PILOT_TUNER_TABLE="$table" NCCL_PILOT_TUNER_TABLE_SHA256="$table_sha")
     ;;
   topo-only)
     # NCCL_NET stays unset: NCCL 2.28+ skips a plugin's init when NCCL_NET names another.
     mode=(NCCL_PILOT_TRANSPORT=none NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
-      NCCL_PILOT_TUNER_TABLE="$table")
+      NCCL_PILOT_TUNER_TABLE="$table" NCCL_PILOT_TUNER_TABLE_SHA256="$table_sha")
     ;;
   metrics)
     mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"

@@ -32,7 +32,9 @@ void inChild(const std::function<void()>& body) {
 void resetEnv() {
   for (const char* name :
        {"NCCL_PILOT_TUNER_TABLE", "NCCL_TUNER_CONFIG_FILE", "NCCL_PILOT_TUNER_STRICT",
-        "NCCL_PILOT_TUNER", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS"}) {
+        "NCCL_PILOT_TUNER", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS",
+        "NCCL_PILOT_TUNER_TABLE_SHA256", "NCCL_PILOT_TUNER_FABRIC", "NCCL_PILOT_SYSFS_ROOT",
+        "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_NET"}) {
     unsetenv(name);
   }
 }

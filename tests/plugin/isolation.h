@@ -18,7 +18,8 @@ namespace fake {
 void inChild(const std::function<void()>& body);
 
 /// Unsets every variable the plugin reads (NCCL_PILOT_*, NCCL_TUNER_CONFIG_FILE, NCCL_ALGO,
-/// NCCL_PROTO, NCCL_DEBUG), so the developer's shell cannot change a result.
+/// NCCL_PROTO, NCCL_DEBUG, and the fabric's NCCL_IB_DISABLE, NCCL_IB_HCA, NCCL_NET), so the
+/// developer's shell cannot change a result.
 void resetEnv();
 void setEnv(const char* name, const std::string& value);
 

@@ -21,7 +21,7 @@ class PluginLibrary {
   void* symbol(const std::string& name) const;
   const std::string& path() const { return path_; }
 
-  /// Which ncclTunerPlugin_v2.._v6 / ncclNetPlugin_v6.._v12 symbols exist, ascending.
+  /// Which ncclTunerPlugin_v2.._v7 / ncclNetPlugin_v6.._v12 symbols exist, ascending.
   std::vector<int> tunerAbis() const;
   std::vector<int> netAbis() const;
 
@@ -44,7 +44,7 @@ std::vector<std::string> ncclPluginFileNames(const std::string& name, const std:
 /// The file the dynamic loader opened for `handle` (symlinks resolved), else `fallback`.
 std::string loadedLibraryPath(void* handle, const std::string& fallback);
 
-constexpr int kTunerAbiMin = 2, kTunerAbiMax = 6;
+constexpr int kTunerAbiMin = 2, kTunerAbiMax = 7;
 constexpr int kNetAbiMin = 6, kNetAbiMax = 12;
 
 }  // namespace pilot::cli

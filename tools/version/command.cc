@@ -53,7 +53,7 @@ void printText(const PluginLibrary& lib, const std::vector<int>& tuner, const st
             << "net ABI:   " << abiList(net) << "\n"
             << "NCCL releases served (the newest exported symbol each one knows):\n";
   for (const NcclRelease& r : servedReleases()) {
-    std::cout << "  NCCL " << std::left << std::setw(10) << r.label() << " tuner " << std::setw(5)
+    std::cout << "  NCCL " << std::left << std::setw(14) << r.label() << " tuner " << std::setw(5)
               << abiName(newestWithin(tuner, r.tunerMin, r.tunerMax)) << " net "
               << abiName(newestWithin(net, r.netMin, r.netMax)) << "\n";
   }

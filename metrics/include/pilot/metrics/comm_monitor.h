@@ -27,6 +27,9 @@ struct CommIdentity {
   int rank = 0;
   int abiVersion = 5;  ///< the profiler ABI NCCL loaded
   std::string gpu;     ///< "GPU<n>" from the CUDA driver, or "unknown"
+  /// The fabric and NCCL version the table's fabric=/nccl= keys are matched against, read as
+  /// the tuner reads them (plugin/tuner/process_facts), so both compile the same rules.
+  tuner::ProcessFacts facts;
 };
 
 /// The fields an aggregation key packs (decision: index into the compiled table's rules, or

@@ -1,4 +1,9 @@
 # Read by cpack once per generator (CPACK_PROJECT_CONFIG_FILE).
+include(${CPACK_PILOT_SOURCE_DIR}/cmake/PilotVersion.cmake)
+pilot_describe_version(CPACK_PACKAGE_VERSION "${CPACK_PILOT_SOURCE_DIR}"
+                       "${CPACK_PILOT_PROJECT_VERSION}")
+set(CPACK_PACKAGE_FILE_NAME
+    "nccl-pilot-${CPACK_PACKAGE_VERSION}-linux-${CPACK_SYSTEM_PROCESSOR_FOR_PILOT}")
 if(CPACK_GENERATOR STREQUAL "DEB")
   set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 else()

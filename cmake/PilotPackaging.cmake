@@ -17,7 +17,11 @@ install(FILES ${PROJECT_SOURCE_DIR}/net/README.md DESTINATION share/doc/nccl-pil
 install(FILES ${PROJECT_SOURCE_DIR}/tools/README.md DESTINATION share/doc/nccl-pilot/tools)
 
 set(CPACK_PACKAGE_NAME nccl-pilot)
+# The version is settled again when cpack runs (PilotCPackOptions.cmake), so a package built
+# after a commit without reconfiguring carries that commit, as pilot/version.h does.
 set(CPACK_PACKAGE_VERSION "${PILOT_PACKAGE_VERSION}")
+set(CPACK_PILOT_SOURCE_DIR "${PROJECT_SOURCE_DIR}")
+set(CPACK_PILOT_PROJECT_VERSION "${PROJECT_VERSION}")
 set(CPACK_PACKAGE_VENDOR "nccl-pilot")
 set(CPACK_PACKAGE_CONTACT "nccl-pilot maintainers <nccl-pilot@users.noreply.github.com>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
@@ -29,6 +33,7 @@ shows the topology, benchmarks net plugins and fits tuning tables from nccl-test
 set(CPACK_GENERATOR "DEB;TGZ")
 set(CPACK_STRIP_FILES TRUE)
 set(CPACK_SOURCE_GENERATOR "")
+set(CPACK_SYSTEM_PROCESSOR_FOR_PILOT "${CMAKE_SYSTEM_PROCESSOR}")
 set(CPACK_PACKAGE_FILE_NAME "nccl-pilot-${PILOT_PACKAGE_VERSION}-linux-${CMAKE_SYSTEM_PROCESSOR}")
 # The library needs only libc (GLIBC <= 2.34), libstdc++ (GLIBCXX <= 3.4.29, GCC 11's) and
 # libgcc_s (tests/abi checks both floors); hwloc, libibverbs and NVML are dlopen'ed when present.

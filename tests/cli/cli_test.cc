@@ -77,7 +77,7 @@ using Lines = std::vector<std::string>;
 TEST(Cli, VersionListsTheReleasesThrough232) {
   Outcome o = cli("version");
   ASSERT_EQ(o.status, 0) << o.out;
-  EXPECT_NE(o.out.find("tuner ABI: v2 v3 v4 v5 v6 v7"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tuner ABI:    v2 v3 v4 v5 v6 v7"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("NCCL 2.31           tuner v6"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("NCCL 2.32.0-2.32.5  tuner v6"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("NCCL 2.32.6+        tuner v7"), std::string::npos) << o.out;
@@ -88,6 +88,9 @@ TEST(Cli, VersionListsTheReleasesThrough232) {
   EXPECT_EQ(j["tuner_abi"], nlohmann::json({2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(j["nccl"].back()["nccl"], "2.32.6+");
   EXPECT_EQ(j["nccl"].back()["tuner_abi"], 7);
+  EXPECT_EQ(j["profiler_abi"], nlohmann::json({4, 5, 6}));
+  EXPECT_EQ(j["nccl"].back()["profiler_abi"], 6);
+  EXPECT_TRUE(j["nccl"].front()["profiler_abi"].is_null());
 }
 
 TEST(Cli, ExplainActsAs231And232ThroughTheirAbis) {

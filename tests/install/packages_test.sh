@@ -59,10 +59,10 @@ echo "$version_out" | head -n 3
 want_version=$(sed -n 's/.*kVersion\[\] = "\(.*\)";/\1/p' "$build/core/generated/pilot/version.h")
 grep -qxF "nccl-pilot $want_version" <<<"$version_out" ||
   fail "version does not print 'nccl-pilot $want_version'"
-grep -qF "plugin:    $prefix/bin/../lib/libnccl-tuner-pilot.so" <<<"$version_out" ||
-  grep -qF "plugin:    $prefix/lib/libnccl-tuner-pilot.so" <<<"$version_out" ||
+grep -qF "plugin:       $prefix/bin/../lib/libnccl-tuner-pilot.so" <<<"$version_out" ||
+  grep -qF "plugin:       $prefix/lib/libnccl-tuner-pilot.so" <<<"$version_out" ||
   fail "version did not load the installed library"
-grep -qE '^tuner ABI: v2 v3 v4 v5 v6' <<<"$version_out" || fail "version lists no tuner ABI"
+grep -qE '^tuner ABI: +v2 v3 v4 v5 v6 v7' <<<"$version_out" || fail "version lists no tuner ABI"
 
 "$c_host" "$prefix/lib/libnccl-tuner-pilot.so" || fail "the C host failed on the installed tuner"
 "$c_host" "$prefix/lib/libnccl-net-pilot.so" || fail "the C host failed on the installed net name"
@@ -94,7 +94,7 @@ outside=$(grep -v '/$' <<<"$files" | grep -Ev '^/usr/(bin|lib|share/nccl-pilot|s
 # Unpacked as dpkg would lay it out, the tool finds the library under /usr/lib beside it.
 debroot=$work/debroot
 dpkg-deb -x "$deb" "$debroot"
-"$debroot/usr/bin/nccl-pilot" version | grep -qF "plugin:    $debroot/usr/lib/libnccl-tuner-pilot.so" ||
+"$debroot/usr/bin/nccl-pilot" version | grep -qF "plugin:       $debroot/usr/lib/libnccl-tuner-pilot.so" ||
   fail "the .deb's nccl-pilot does not find its library"
 
 ((status == 0)) && echo "packages: tarball and .deb as documented"

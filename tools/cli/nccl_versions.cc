@@ -73,10 +73,15 @@ std::string NcclRelease::label() const {
 const std::vector<NcclRelease>& servedReleases() {
   // The tuner columns agree with tuner::ncclVersionsOfTunerAbi (a test checks); 2.32.3 still
   // knows tuner v6 only, 2.32.6 added v7. No net ABI newer than v12 is released.
+  // Profiler: v1 2.23, v2 2.24, v3 2.26, v4 2.27, v5 2.28, v6 2.29 (research/
+  // nccl-plugin-apis-2026.md §4); each release loads v1 up to its newest.
   static const std::vector<NcclRelease> releases = {
-      {21, 21, 2, 2, 5, 8},  {22, 23, 2, 3, 5, 8},        {24, 25, 2, 4, 5, 9},
-      {26, 27, 2, 4, 6, 10}, {28, 29, 2, 5, 6, 11},       {30, 30, 2, 6, 6, 12},
-      {31, 31, 2, 6, 6, 12}, {32, 32, 2, 6, 6, 12, 0, 5}, {32, 32, 2, 7, 6, 12, 6, 99},
+      {21, 21, 2, 2, 5, 8, 0, 0},        {22, 22, 2, 3, 5, 8, 0, 0},
+      {23, 23, 2, 3, 5, 8, 1, 1},        {24, 25, 2, 4, 5, 9, 1, 2},
+      {26, 26, 2, 4, 6, 10, 1, 3},       {27, 27, 2, 4, 6, 10, 1, 4},
+      {28, 28, 2, 5, 6, 11, 1, 5},       {29, 29, 2, 5, 6, 11, 1, 6},
+      {30, 30, 2, 6, 6, 12, 1, 6},       {31, 31, 2, 6, 6, 12, 1, 6},
+      {32, 32, 2, 6, 6, 12, 1, 6, 0, 5}, {32, 32, 2, 7, 6, 12, 1, 6, 6, 99},
   };
   return releases;
 }

@@ -37,6 +37,7 @@ struct NcclRelease {
   int firstMinor, lastMinor;
   int tunerMin, tunerMax;
   int netMin, netMax;
+  int profilerMin, profilerMax;  ///< 0, 0: no profiler interface (before 2.23)
   int firstPatch = 0, lastPatch = 99;
 
   std::string label() const;  ///< "2.21", "2.22-2.23", "2.32.0-2.32.5", "2.32.6+"

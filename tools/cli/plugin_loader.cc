@@ -73,6 +73,10 @@ std::vector<int> PluginLibrary::netAbis() const {
   return presentSymbols(*this, "ncclNetPlugin_v", kNetAbiMin, kNetAbiMax);
 }
 
+std::vector<int> PluginLibrary::profilerAbis() const {
+  return presentSymbols(*this, "ncclProfiler_v", kProfilerAbiMin, kProfilerAbiMax);
+}
+
 std::string defaultPluginPath() {
   char buffer[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);

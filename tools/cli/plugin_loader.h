@@ -24,6 +24,7 @@ class PluginLibrary {
   /// Which ncclTunerPlugin_v2.._v7 / ncclNetPlugin_v6.._v12 symbols exist, ascending.
   std::vector<int> tunerAbis() const;
   std::vector<int> netAbis() const;
+  std::vector<int> profilerAbis() const;
 
  private:
   PluginLibrary(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
@@ -46,5 +47,6 @@ std::string loadedLibraryPath(void* handle, const std::string& fallback);
 
 constexpr int kTunerAbiMin = 2, kTunerAbiMax = 7;
 constexpr int kNetAbiMin = 6, kNetAbiMax = 12;
+constexpr int kProfilerAbiMin = 1, kProfilerAbiMax = 6;
 
 }  // namespace pilot::cli

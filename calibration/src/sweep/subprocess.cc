@@ -1,4 +1,4 @@
-#include "subprocess.h"
+#include "sweep/subprocess.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -5,10 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "file_io.h"
-#include "parse_support.h"
+#include "parse/support.h"
 #include "pilot/calibration/sweep_plan.h"
 #include "pilot/calibration/sweep_run.h"
+#include "sweep/file_io.h"
 
 namespace pilot::calibration {
 namespace {

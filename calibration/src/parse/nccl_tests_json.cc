@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "parse_support.h"
+#include "parse/support.h"
 #include "pilot/calibration/labels.h"
 #include "pilot/calibration/nccl_tests_parser.h"
 #include "pilot/core/text.h"

@@ -2,7 +2,7 @@
 #include <ctime>
 #include <sstream>
 
-#include "fit_internal.h"
+#include "fit/internal.h"
 #include "pilot/calibration/fit.h"
 
 namespace pilot::calibration {

@@ -5,8 +5,8 @@
 #include <set>
 #include <tuple>
 
-#include "column_layout.h"
-#include "parse_support.h"
+#include "parse/column_layout.h"
+#include "parse/support.h"
 #include "pilot/calibration/labels.h"
 #include "pilot/calibration/nccl_tests_parser.h"
 #include "pilot/core/text.h"

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "fit_internal.h"
+#include "fit/internal.h"
 #include "pilot/calibration/fit.h"
 
 namespace pilot::calibration {

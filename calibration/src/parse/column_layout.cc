@@ -1,8 +1,8 @@
-#include "column_layout.h"
+#include "parse/column_layout.h"
 
 #include <cmath>
 
-#include "parse_support.h"
+#include "parse/support.h"
 #include "pilot/core/text.h"
 
 namespace pilot::calibration::detail {

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "fit_internal.h"
+#include "fit/internal.h"
 #include "pilot/calibration/report.h"
 
 namespace pilot::calibration {

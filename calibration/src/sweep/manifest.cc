@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "file_io.h"
 #include "pilot/calibration/labels.h"
 #include "pilot/calibration/sweep_plan.h"
+#include "sweep/file_io.h"
 
 namespace pilot::calibration {
 namespace {

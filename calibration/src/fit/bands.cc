@@ -1,4 +1,4 @@
-#include "bands.h"
+#include "fit/bands.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,11 +6,11 @@
 #include <map>
 #include <sstream>
 
-#include "fit_internal.h"
+#include "fit/internal.h"
 #include "pilot/calibration/report.h"
 #include "pilot/core/text.h"
-#include "report_style.h"
-#include "svg_chart.h"
+#include "report/style.h"
+#include "report/svg_chart.h"
 
 namespace pilot::calibration {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <set>
 
-#include "parse_support.h"
+#include "parse/support.h"
 #include "pilot/calibration/labels.h"
 #include "pilot/core/text.h"
 #include "pilot/tuner/names.h"

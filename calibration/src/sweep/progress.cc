@@ -1,4 +1,4 @@
-#include "sweep_progress.h"
+#include "sweep/progress.h"
 
 #include <algorithm>
 #include <cstdio>

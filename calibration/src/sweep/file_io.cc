@@ -1,4 +1,4 @@
-#include "file_io.h"
+#include "sweep/file_io.h"
 
 #include <unistd.h>
 

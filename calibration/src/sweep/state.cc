@@ -2,8 +2,8 @@
 // change, so an interrupted `sweep run` leaves a state the next one can trust.
 #include <nlohmann/json.hpp>
 
-#include "file_io.h"
 #include "pilot/calibration/sweep_run.h"
+#include "sweep/file_io.h"
 
 namespace pilot::calibration {
 namespace {

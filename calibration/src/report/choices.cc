@@ -2,7 +2,7 @@
 #include <cmath>
 #include <limits>
 
-#include "bands.h"
+#include "fit/bands.h"
 #include "pilot/calibration/report.h"
 #include "pilot/tuner/names.h"
 

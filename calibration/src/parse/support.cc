@@ -1,4 +1,4 @@
-#include "parse_support.h"
+#include "parse/support.h"
 
 #include <cctype>
 #include <cmath>

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "fit_internal.h"
+#include "fit/internal.h"
 #include "pilot/calibration/evaluate.h"
 
 namespace pilot::calibration {

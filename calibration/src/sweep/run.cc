@@ -19,12 +19,12 @@
 #include <sstream>
 #include <thread>
 
-#include "file_io.h"
 #include "pilot/calibration/labels.h"
 #include "pilot/calibration/nccl_tests_parser.h"
 #include "pilot/calibration/sweep_plan.h"
-#include "subprocess.h"
-#include "sweep_progress.h"
+#include "sweep/file_io.h"
+#include "sweep/progress.h"
+#include "sweep/subprocess.h"
 
 namespace pilot::calibration {
 namespace {

@@ -34,7 +34,7 @@ std::string formatTime(double us);
 std::string bytes(uint64_t v);
 
 /// A band's range as people read it, from edge to edge: "88K..704K", "0..64K", "2816K..".
-/// (Band::lo is the byte after the lower edge; tables write the edge itself, see fit.cc.)
+/// (Band::lo is the byte after the lower edge; tables write the edge itself, see fit/fit.cc.)
 std::string bandRange(const Band& band, const std::string& separator = "..");
 
 }  // namespace pilot::calibration::detail

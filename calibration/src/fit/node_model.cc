@@ -6,8 +6,8 @@
 #include <map>
 #include <tuple>
 
-#include "bands.h"
-#include "fit_internal.h"
+#include "fit/bands.h"
+#include "fit/internal.h"
 
 namespace pilot::calibration::detail {
 namespace {

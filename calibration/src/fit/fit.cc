@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "bands.h"
-#include "fit_internal.h"
+#include "fit/bands.h"
+#include "fit/internal.h"
 #include "pilot/core/text.h"
 
 namespace pilot::calibration {

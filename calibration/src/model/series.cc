@@ -77,6 +77,19 @@ std::vector<std::string> exclusionReasons(const Run& run) {
   return why;
 }
 
+/// The run's in-place median per size, for the noise estimate only.
+std::map<uint64_t, double> inPlaceTimes(const Run& run) {
+  std::map<uint64_t, std::vector<double>> times;
+  for (const Sample& s : run.samples) {
+    if (s.inPlace && s.size > 0 && s.timeUs > 0 && std::isfinite(s.timeUs)) {
+      times[s.size].push_back(s.timeUs);
+    }
+  }
+  std::map<uint64_t, double> out;
+  for (auto& [size, t] : times) out[size] = median(t);
+  return out;
+}
+
 /// The run's out-of-place median per size (a run may repeat a row: MPI-duplicated output).
 std::map<uint64_t, std::pair<double, double>> perSize(const Run& run, int& dropped) {
   std::map<uint64_t, std::vector<double>> times, busbw;
@@ -108,6 +121,7 @@ Measurements summarize(const Dataset& data) {
   // shape -> forcing key -> series (std::map keeps the output order stable).
   std::map<ShapeKey, std::map<std::string, Series>> groups;
   std::map<ShapeKey, std::vector<std::string>> versions;
+  std::map<ShapeKey, std::vector<std::pair<uint8_t, std::string>>> networks;
   for (size_t i = 0; i < data.runs.size(); ++i) {
     const Run& run = data.runs[i];
     std::vector<std::string> why = exclusionReasons(run);
@@ -125,6 +139,7 @@ Measurements summarize(const Dataset& data) {
     }
     series.runs.push_back(static_cast<int>(i));
     if (!run.ncclVersion.empty()) versions[key].push_back(run.ncclVersion);
+    networks[key].emplace_back(run.fabrics, run.network);
   }
 
   for (auto& [key, bySeries] : groups) {
@@ -134,10 +149,23 @@ Measurements summarize(const Dataset& data) {
     if (!v.empty() && std::all_of(v.begin(), v.end(), [&](const auto& x) { return x == v[0]; })) {
       shape.ncclVersion = v[0];
     }
+    // A fabric only when every run shows the same one: a run that does not say could have
+    // crossed another network.
+    const auto& n = networks[key];
+    if (std::all_of(n.begin(), n.end(), [&](const auto& x) { return x.first == n[0].first; })) {
+      shape.fabrics = n[0].first;
+    }
+    if (std::all_of(n.begin(), n.end(), [&](const auto& x) { return x.second == n[0].second; })) {
+      shape.network = n[0].second;
+    }
     for (auto& [forcing, series] : bySeries) {
       // size -> one (time, busbw) per run that measured it
       std::map<uint64_t, std::vector<std::pair<double, double>>> bySize;
+      std::map<uint64_t, std::vector<double>> inPlace;
       for (int r : series.runs) {
+        for (auto& [size, t] : inPlaceTimes(data.runs[static_cast<size_t>(r)])) {
+          inPlace[size].push_back(t);
+        }
         int dropped = 0;
         for (auto& [size, tb] : perSize(data.runs[static_cast<size_t>(r)], dropped)) {
           bySize[size].push_back(tb);
@@ -157,6 +185,7 @@ Measurements summarize(const Dataset& data) {
         st.minUs = *std::min_element(st.times.begin(), st.times.end());
         st.maxUs = *std::max_element(st.times.begin(), st.times.end());
         st.spread = st.times.size() > 1 ? (st.maxUs - st.minUs) / st.timeUs : 0.0;
+        if (auto ip = inPlace.find(size); ip != inPlace.end()) st.inPlaceUs = median(ip->second);
         series.sizes.push_back(std::move(st));
       }
       if (series.isDefault()) shape.defaultSeries = static_cast<int>(shape.series.size());

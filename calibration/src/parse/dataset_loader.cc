@@ -59,6 +59,9 @@ void addSweep(Dataset& data, const std::string& dir, const LoadOptions& options)
         const Run& text = fromText.front().run;
         run.ncclChoices = text.ncclChoices;
         if (run.ncclVersion.empty()) run.ncclVersion = text.ncclVersion;
+        // NCCL's own word on its network beats what the environment implies.
+        if (!text.network.empty()) run.network = text.network;
+        if (text.fabrics != 0) run.fabrics = text.fabrics;
         if (text.failed && !run.failed) {
           run.failed = true;
           run.problems.push_back("the log says: " + text.problems.back());
@@ -90,6 +93,15 @@ void addSweep(Dataset& data, const std::string& dir, const LoadOptions& options)
         run.configSource = p.evidence.configSource;
       }
       run.setup = plan->options.setup;
+      if (run.fabrics == 0) {
+        // The environment the plan set for the run may have kept NCCL's IB transport out.
+        std::string ibDisable, net;
+        for (const auto& [name, value] : planned.env) {
+          if (name == "NCCL_IB_DISABLE") ibDisable = value;
+          if (name == "NCCL_NET") net = value;
+        }
+        run.fabrics = detail::fabricsOfEnvironment(ibDisable, net);
+      }
       run.source = (useJson ? jsonPath : logPath) + " (" + planned.id + ")";
       if (state.ok()) {
         auto it = state->runs.find(planned.id);
@@ -280,6 +292,8 @@ std::string datasetJson(const Dataset& data, bool withSamples) {
            {"config_source", run.configSource},
            {"repeat", run.repeat},
            {"nccl_version", run.ncclVersion},
+           {"network", run.network},
+           {"fabric", detail::fabricsText(run.fabrics)},
            {"failed", run.failed},
            {"problems", run.problems},
            {"rows", rows},

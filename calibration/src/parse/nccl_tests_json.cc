@@ -83,12 +83,15 @@ void readDevices(const json& config, Run& run) {
 void readEnvironment(const json* env, ParsedRun& parsed) {
   if (!env || !env->is_array()) return;
   Config config;
+  std::string ibDisable, net;
   for (const json& entry : *env) {
     const std::string kv = string(&entry);
     const size_t eq = kv.find('=');
     if (eq == std::string::npos) continue;
     const std::string name = kv.substr(0, eq);
     if (eq + 1 == kv.size()) continue;  // NCCL reads an empty variable as unset
+    if (name == "NCCL_IB_DISABLE") ibDisable = kv.substr(eq + 1);
+    if (name == "NCCL_NET") net = kv.substr(eq + 1);
     if (std::find(std::begin(kForcingVariables), std::end(kForcingVariables), name) ==
         std::end(kForcingVariables)) {
       continue;
@@ -97,6 +100,7 @@ void readEnvironment(const json* env, ParsedRun& parsed) {
       parsed.run.problems.push_back("the environment's " + kv + " is not understood: " + s.error());
     }
   }
+  parsed.run.fabrics = detail::fabricsOfEnvironment(ibDisable, net);
   config.label = canonicalLabel(config);
   parsed.evidence.config = config;
   parsed.evidence.configSource = "json";

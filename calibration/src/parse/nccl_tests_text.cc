@@ -88,6 +88,7 @@ struct RunBuilder {
   std::set<std::tuple<uint64_t, std::string, std::string>> choiceSeen;
   int warnings = 0;
   std::string firstWarning;
+  detail::NetworkLog network;
 
   bool hasTable() const { return rows > 0 || sawFooter; }
 };
@@ -290,6 +291,7 @@ void TextParser::ncclLine(std::string_view line, int number) {
     return;
   }
   const std::string_view info = text::trim(line.substr(line.find("NCCL INFO") + 9));
+  if (detail::readNetworkLine(info, b.network)) return;
   const std::vector<std::string_view> w = text::splitWhitespace(info);
   // "NCCL_ALGO set by environment to Ring" (integer parameters end with '.')
   if (w.size() >= 6 && w[1] == "set" && w[2] == "by" && w[3] == "environment" && w[4] == "to") {
@@ -387,6 +389,7 @@ void TextParser::rowLine(const std::vector<std::string_view>& tokens, int number
         next.sawHeader = true;
         next.envLogged = b.envLogged;
         next.envConfig = b.envConfig;
+        next.network = b.network;
         b.sawFooter = true;  // this cycle is complete
         finishRun();
         run_ = std::move(next);
@@ -438,6 +441,8 @@ void TextParser::finishRun() {
   RunEvidence& ev = b.parsed.evidence;
   run.source = name_ + ":" + std::to_string(std::max(b.startLine, 1));
   run.setup = ev.setup;
+  run.network = b.network.network;
+  run.fabrics = detail::fabricsOfNetwork(b.network);
 
   // The collective: the program's own words, else the `# RUN` line, else a file name.
   std::string collective = b.programCollective;

@@ -6,6 +6,7 @@
 
 #include "pilot/core/text.h"
 #include "pilot/tuner/names.h"
+#include "pilot/tuner/table.h"
 
 namespace pilot::calibration::detail {
 namespace {
@@ -139,6 +140,63 @@ std::string stripVersionSuffix(std::string_view version) {
     ++end;
   }
   return std::string(version.substr(0, end));
+}
+
+bool readNetworkLine(std::string_view info, NetworkLog& log) {
+  info = text::trim(info);
+  constexpr std::string_view kUsing = "Using network ";
+  if (info.substr(0, kUsing.size()) == kUsing) {
+    log.network = std::string(text::trim(info.substr(kUsing.size())));
+    return true;
+  }
+  constexpr std::string_view kIb = "NET/IB";
+  if (info.substr(0, kIb.size()) != kIb) return false;
+  const size_t colon = info.find(':');
+  if (colon == std::string_view::npos ||
+      text::trim(info.substr(kIb.size(), colon - kIb.size())) != "") {
+    return false;
+  }
+  const std::vector<std::string_view> words = text::splitWhitespace(info.substr(colon + 1));
+  if (words.empty() || words[0] != "Using") return false;
+  for (size_t i = 1; i < words.size() && words[i] != ";"; ++i) {
+    // "[0]mlx5_0:1/IB": device, port, link layer.
+    const size_t slash = words[i].rfind('/');
+    if (words[i].empty() || words[i][0] != '[' || slash == std::string_view::npos) continue;
+    const std::string_view layer = words[i].substr(slash + 1);
+    log.ibLink = log.ibLink || text::equalsIgnoreCase(layer, "IB");
+    log.roceLink = log.roceLink || text::equalsIgnoreCase(layer, "RoCE");
+  }
+  return true;
+}
+
+uint8_t fabricsOfNetwork(const NetworkLog& log) {
+  if (text::equalsIgnoreCase(log.network, "Socket") ||
+      text::equalsIgnoreCase(log.network, "Pilot")) {
+    return tuner::bit(Fabric::Ethernet);
+  }
+  if (!text::equalsIgnoreCase(log.network, "IB")) return 0;
+  if (log.ibLink) return tuner::bit(Fabric::InfiniBand);
+  if (log.roceLink) return tuner::bit(Fabric::RoCE);
+  return static_cast<uint8_t>(tuner::bit(Fabric::InfiniBand) | tuner::bit(Fabric::RoCE));
+}
+
+uint8_t fabricsOfEnvironment(std::string_view ibDisable, std::string_view net) {
+  // NCCL reads NCCL_IB_DISABLE as an integer: any non-zero value turns its IB transport off.
+  if (auto v = text::parseUnsigned(text::trim(ibDisable)); v && *v != 0) {
+    return tuner::bit(Fabric::Ethernet);
+  }
+  net = text::trim(net);
+  if (!net.empty() && !text::equalsIgnoreCase(net, "IB")) return tuner::bit(Fabric::Ethernet);
+  return 0;
+}
+
+std::string fabricsText(uint8_t fabrics) {
+  std::string out;
+  for (int i = 0; i < kNumFabrics; ++i) {
+    if ((fabrics & tuner::bit(static_cast<Fabric>(i))) == 0) continue;
+    out += (out.empty() ? "" : "|") + std::string(fabricName(static_cast<Fabric>(i)));
+  }
+  return out;
 }
 
 std::string_view baseName(std::string_view path) {

@@ -23,6 +23,7 @@ Command addNetbenchCommand(CLI::App& app);
 Command addSweepCommand(CLI::App& app);
 Command addFitCommand(CLI::App& app);
 Command addReportCommand(CLI::App& app);
+Command addEvaluateCommand(CLI::App& app);
 
 /// Exit statuses: 1 for a failure while running, 2 for bad arguments.
 constexpr int kExitFailure = 1;

@@ -137,12 +137,14 @@ Evaluation evaluate(const Dataset& data, const FitOptions& options) {
     }
   }
 
-  // Noise from every run, as the fit on all data sees it.
+  // Noise from every run, as the fit on all data sees it (measured, or estimated without
+  // repeats of the default).
   std::map<std::pair<ShapeKey, uint64_t>, double> noise;
   for (const Shape& shape : all.shapes) {
     if (const Series* def = shape.defaults()) {
-      for (size_t i = 0; i < def->sizes.size(); ++i) {
-        noise[{shape.key, def->sizes[i].size}] = noiseAt(shape, i, options.minRepeats);
+      const ShapeEvidence ev = assessEvidence(shape, options);
+      for (size_t i = 0; i < def->sizes.size() && i < ev.noise.size(); ++i) {
+        noise[{shape.key, def->sizes[i].size}] = ev.noise[i];
       }
     }
   }

@@ -29,4 +29,17 @@ struct SizeChoice {
 /// The last band ends at the largest measured size.
 std::vector<Band> makeBands(const std::vector<SizeChoice>& choices);
 
+/// Cliff-safe edges: where the measured size just outside a band chose by fit lost to the
+/// default by more than the bar there (or the band's configuration was not measured there),
+/// that edge moves from the geometric midpoint to the band's own measured size (Band::cliffBelow,
+/// cliffAbove). `decisions` are the shape's, one per measured size, ascending.
+void cliffSafeEdges(const Shape& shape, const std::vector<Decision>& decisions,
+                    std::vector<Band>& bands);
+
+/// A band's expect= points: the configuration's median time at every measured size inside the
+/// band, on the rule's size axis (size / ranks when `perRank`), thinned evenly in log-size to at
+/// most `limit` points.
+std::vector<tuner::ExpectedTime> expectedTimes(const Series& series, const Band& band, bool perRank,
+                                               int ranks, size_t limit);
+
 }  // namespace pilot::calibration::detail

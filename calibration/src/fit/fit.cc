@@ -52,8 +52,16 @@ std::string bytes(uint64_t v) {
 }
 
 std::string bandRange(const Band& band, const std::string& separator) {
-  return (band.lo == 0 ? std::string("0") : bytes(band.lo - 1)) + separator +
-         (band.hi == UINT64_MAX ? std::string() : bytes(band.hi));
+  // An upper edge just below a round size (a default band up to a cliff-safe edge) reads
+  // "4M-1", not "4194303".
+  auto upper = [](uint64_t hi) {
+    const std::string plain = bytes(hi), next = bytes(hi + 1);
+    return plain == std::to_string(hi) && next != std::to_string(hi + 1) ? next + "-1" : plain;
+  };
+  return (band.lo == 0      ? std::string("0")
+          : band.cliffBelow ? bytes(band.lo)
+                            : bytes(band.lo - 1)) +
+         separator + (band.hi == UINT64_MAX ? std::string() : upper(band.hi));
 }
 
 namespace {
@@ -63,26 +71,69 @@ struct Candidate {
   double timeUs = 0, gain = 0, threshold = 0;
 };
 
-int runsOf(const Series& s) {
-  return static_cast<int>(s.runs.size());
+/// One configuration per size, or the default: bands of at least `bandSizes` adjacent sizes,
+/// each of one configuration that passed at every size in it, with the largest total log-gain
+/// (dynamic programming over the sizes). No configuration wins a size alone: across many sizes
+/// and configurations some medians beat the noise bar by luck (about one size in a thousand
+/// with three repeats of +-10% noise), but real crossovers span neighbouring sizes; with
+/// estimated noise a band needs a longer run. Where several configurations pass, the split
+/// that gains most wins, so a second configuration faster at one size cannot break a band the
+/// first one earned across all of them.
+std::vector<int> chooseBands(const std::vector<std::vector<Candidate>>& candidates,
+                             size_t bandSizes) {
+  const size_t n = candidates.size();
+  auto logGain = [&](size_t i, int series) {
+    for (const Candidate& c : candidates[i]) {
+      if (c.series == series) return -std::log(1.0 - c.gain);
+    }
+    return -1.0;  // did not pass here
+  };
+  std::set<int> all;
+  for (const auto& list : candidates) {
+    for (const Candidate& c : list) all.insert(c.series);
+  }
+  // best[i]: the largest total over sizes [0, i); from[i]: where its last band starts and
+  // which configuration it has (kDefaultChoice: size i - 1 keeps the default).
+  std::vector<double> best(n + 1, 0.0);
+  std::vector<std::pair<size_t, int>> from(n + 1, {0, kDefaultChoice});
+  for (size_t i = 1; i <= n; ++i) {
+    best[i] = best[i - 1];
+    from[i] = {i - 1, kDefaultChoice};
+    for (int series : all) {
+      double total = 0;
+      for (size_t j = i; j-- > 0;) {
+        const double g = logGain(j, series);
+        if (g < 0) break;
+        total += g;
+        if (i - j >= bandSizes && best[j] + total > best[i] + 1e-12) {
+          best[i] = best[j] + total;
+          from[i] = {j, series};
+        }
+      }
+    }
+  }
+  std::vector<int> choice(n, kDefaultChoice);
+  for (size_t i = n; i > 0;) {
+    const auto [j, series] = from[i];
+    for (size_t k = j; k < i; ++k) choice[k] = series;
+    i = j;
+  }
+  return choice;
 }
 
 }  // namespace
 
 std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& expressible,
-                                  const FitOptions& options, std::string& note) {
+                                  const ShapeEvidence& evidence, std::string& note) {
   std::vector<Decision> out;
   const Series* def = shape.defaults();
   if (def == nullptr) {
     note = "NCCL's default was not measured: nothing to compare against";
     return out;
   }
-  const bool trusted = runsOf(*def) >= options.minRepeats;
-  if (!trusted) {
-    note = "the default was measured " + std::to_string(runsOf(*def)) +
-           " time(s), fewer than --min-repeats " + std::to_string(options.minRepeats) +
-           ": its noise is unknown, so nothing is overridden";
-  }
+  const bool trusted = evidence.kind != EvidenceKind::TooLittle;
+  if (!trusted) note = evidence.summary;
+  const size_t bandSizes = static_cast<size_t>(std::max(1, evidence.bandSizes));
 
   // Candidates per size: configurations whose gain beats the noise there, fastest first.
   const size_t n = def->sizes.size();
@@ -95,8 +146,8 @@ std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& e
     dec.size = d.size;
     dec.defaultTimeUs = d.timeUs;
     dec.defaultSpread = d.spread;
-    dec.spread = noiseAt(shape, i, options.minRepeats);
-    dec.threshold = std::max(options.margin, dec.spread);
+    dec.spread = i < evidence.noise.size() ? evidence.noise[i] : 0.0;
+    dec.threshold = evidence.bar(i);
     dec.fastestLabel = "default";
     double fastestTime = d.timeUs;
     for (size_t c = 0; c < shape.series.size(); ++c) {
@@ -122,33 +173,7 @@ std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& e
               [](const Candidate& a, const Candidate& b) { return a.timeUs < b.timeUs; });
   }
 
-  // No configuration wins a single size alone: across many sizes and configurations some
-  // medians beat the noise bar by luck (about one size in a thousand with three repeats of
-  // +-10% noise), but real crossovers span neighbouring sizes too.
-  std::vector<std::set<int>> banned(n);
-  std::vector<int> choice(n, kDefaultChoice);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < n; ++i) {
-      choice[i] = kDefaultChoice;
-      for (const Candidate& c : candidates[i]) {
-        if (banned[i].count(c.series) == 0) {
-          choice[i] = c.series;
-          break;
-        }
-      }
-    }
-    for (size_t i = 0; i < n; ++i) {
-      const int c = choice[i];
-      if (c == kDefaultChoice) continue;
-      const bool alone = (i == 0 || choice[i - 1] != c) && (i + 1 == n || choice[i + 1] != c);
-      if (alone) {
-        banned[i].insert(c);
-        changed = true;
-      }
-    }
-  }
-
+  const std::vector<int> choice = chooseBands(candidates, bandSizes);
   for (size_t i = 0; i < n; ++i) {
     Decision dec = base[i];
     const Candidate* picked = nullptr;
@@ -166,11 +191,17 @@ std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& e
       dec.chosenLabel = "default";
       dec.timeUs = dec.defaultTimeUs;
       if (!trusted) {
-        dec.reason = "default repeats too few to measure noise";
+        dec.reason = "too little evidence to override NCCL";
       } else if (dec.fastest == kDefaultChoice) {
         dec.reason = "the default is the fastest measured";
-      } else if (!banned[i].empty()) {
-        dec.reason = "a win at this size alone (a band needs two adjacent sizes)";
+      } else if (!candidates[i].empty()) {
+        dec.reason = bandSizes <= 2
+                         ? std::string(
+                               "a win at this size alone (a band needs two "
+                               "adjacent sizes)")
+                         : "a win alone or in too short a run (with " +
+                               std::string(evidenceName(evidence.kind)) + " a band needs " +
+                               std::to_string(bandSizes) + " adjacent sizes)";
       } else if (dec.fastestGain > dec.threshold) {
         dec.reason = "a run of " + dec.fastestLabel + " was slower than the default's fastest";
       } else {
@@ -266,13 +297,45 @@ std::string measuredSizes(const Band& b) {
          bytes(b.firstSize) + (b.sizes == 1 ? "" : ".." + bytes(b.lastSize));
 }
 
+/// The bars a band's sizes had to beat, "10.0%..17.2%".
+std::string bars(const Band& b, const std::vector<Decision>& decisions) {
+  double lo = 1, hi = 0;
+  for (const Decision& d : decisions) {
+    if (d.size < b.firstSize || d.size > b.lastSize) continue;
+    lo = std::min(lo, d.threshold), hi = std::max(hi, d.threshold);
+  }
+  if (hi < lo) return "";
+  return lo == hi ? percent(lo) : percent(lo) + ".." + percent(hi);
+}
+
+/// What a band of a measured shape rests on, for its rule's comment.
+std::string evidenceOf(const Band& b, const ShapeEvidence& ev,
+                       const std::vector<Decision>& decisions) {
+  std::string s = "evidence: " + std::string(evidenceName(ev.kind));
+  if (ev.kind == EvidenceKind::Repeats) {
+    s += " (default x" + std::to_string(ev.defaultRuns) + ")";
+  } else if (ev.kind == EvidenceKind::Estimated) {
+    s += " (default x" + std::to_string(ev.defaultRuns) + ", " + std::to_string(ev.bandSizes) +
+         "+ adjacent sizes)";
+  }
+  s += ", bar " + bars(b, decisions);
+  if (b.cliffBelow || b.cliffAbove) {
+    s += std::string("; edge at the measured size ") +
+         (b.cliffBelow && b.cliffAbove ? "on both sides"
+          : b.cliffBelow               ? "below"
+                                       : "above") +
+         " (the neighbour loses beyond the bar)";
+  }
+  return s;
+}
+
 void addBandRule(std::vector<FittedRule>& rules, tuner::Rule shape, const tuner::Rule& choice,
                  const Band& band, const std::string& comment) {
   // Written edge to edge (size=88K..704K), as people write tables: the edge byte itself also
   // matches the band below, whose rule comes first and wins it, so only where the band below
   // is NCCL's default does that one byte, an arbitrary point between two measured sizes, go
-  // to this rule instead.
-  shape.size = tuner::Range{band.lo == 0 ? 0 : band.lo - 1, band.hi};
+  // to this rule instead. A cliff-safe edge is the measured size itself.
+  shape.size = tuner::Range{band.lo == 0 || band.cliffBelow ? band.lo : band.lo - 1, band.hi};
   shape.algorithms = choice.algorithms;
   shape.protocols = choice.protocols;
   shape.channels = choice.channels;
@@ -306,7 +369,9 @@ FitResult fit(const Dataset& data, const FitOptions& options) {
       expressible[c] = rule.ok();
       if (rule.ok()) choices[c] = *rule;
     }
-    std::vector<Decision> decisions = detail::decideShape(shape, expressible, options, sf.note);
+    sf.evidence = assessEvidence(shape, options);
+    detail::assignKeys(shape, options, sf);
+    std::vector<Decision> decisions = detail::decideShape(shape, expressible, sf.evidence, sf.note);
     if (!decisions.empty() && shape.key.nodes <= 0 && shape.key.ranks <= 0) {
       // A rule without nodes= or ranks= would apply to every communicator.
       sf.note = "node and rank counts unknown: no rules (they would apply to every shape)";
@@ -318,15 +383,23 @@ FitResult fit(const Dataset& data, const FitOptions& options) {
     std::vector<detail::SizeChoice> sc;
     for (const Decision& d : decisions) sc.push_back({d.size, d.chosen, d.chosenLabel, d.gain});
     sf.bands = detail::makeBands(sc);
+    detail::cliffSafeEdges(shape, decisions, sf.bands);
     if (!decisions.empty())
       sf.extension = detail::extendLastBand(shape, decisions.back(), sf.bands);
 
-    const tuner::Rule base = shapeRule(shape.key);
+    tuner::Rule base = shapeRule(shape.key);
+    base.ncclVersions = sf.ncclVersions;
+    base.fabrics = sf.fabrics;
     for (const Band& band : sf.bands) {
       if (band.series == kDefaultChoice) continue;
-      addBandRule(result.rules, base, choices[static_cast<size_t>(band.series)], band,
+      const Series& chosen = shape.series[static_cast<size_t>(band.series)];
+      tuner::Rule rule = base;
+      rule.expected =
+          detail::expectedTimes(chosen, band, rule.perRankSize, shape.key.ranks, kMaxExpectPoints);
+      addBandRule(result.rules, rule, choices[static_cast<size_t>(band.series)], band,
                   shape.key.str() + ": " + band.label + " " + gains(band) +
-                      " faster than the default at " + measuredSizes(band) +
+                      " faster than the default at " + measuredSizes(band) + "; " +
+                      evidenceOf(band, sf.evidence, decisions) +
                       (band.extended ? "; " + sf.extension.note : ""));
     }
     auto& list = setups[{shape.key.collective, shape.key.nodes, shape.key.ranks}];
@@ -348,14 +421,26 @@ FitResult fit(const Dataset& data, const FitOptions& options) {
       detail::nodeRanges(result.data, result.shapes, result.decisions, result.nodeModels);
   for (const NodeRange& range : result.nodeRanges) {
     const Shape* below = nullptr;
-    for (const Shape& s : result.data.shapes) {
-      if (s.key.collective == range.collective && s.key.setup == range.setup &&
-          s.key.nodes == range.below && s.key.ranksPerNode() == range.ranksPerNode) {
-        below = &s;
+    const ShapeFit *fitBelow = nullptr, *fitAbove = nullptr;
+    for (size_t i = 0; i < result.data.shapes.size(); ++i) {
+      const Shape& s = result.data.shapes[i];
+      if (s.key.collective != range.collective || s.key.setup != range.setup ||
+          s.key.ranksPerNode() != range.ranksPerNode) {
+        continue;
       }
+      if (s.key.nodes == range.below) below = &s, fitBelow = &result.shapes[i];
+      if (s.key.nodes == range.above) fitAbove = &result.shapes[i];
     }
     if (below == nullptr) continue;
     tuner::Rule base = shapeRule(below->key);
+    // Keys only where both measured node counts ran under the same ones.
+    if (fitAbove != nullptr && fitAbove->ncclVersions.lo == fitBelow->ncclVersions.lo &&
+        fitAbove->ncclVersions.hi == fitBelow->ncclVersions.hi) {
+      base.ncclVersions = fitBelow->ncclVersions;
+    }
+    if (fitAbove != nullptr && fitAbove->fabrics == fitBelow->fabrics) {
+      base.fabrics = fitBelow->fabrics;
+    }
     base.nodes = tuner::Range{static_cast<uint64_t>(range.below + 1),
                               static_cast<uint64_t>(range.above - 1)};
     base.ranks = tuner::Range{};
@@ -375,7 +460,8 @@ FitResult fit(const Dataset& data, const FitOptions& options) {
                   where + ": " + band.label + " won at both " + std::to_string(range.below) +
                       " and " + std::to_string(range.above) + " nodes at " + measuredSizes(band) +
                       "; the node model predicts " + gains(band) +
-                      " in between (its held-out error: " + percent(range.modelError[b]) + ")");
+                      " in between (its held-out error: " + percent(range.modelError[b]) +
+                      "); no expect=: nothing was measured at these node counts");
     }
   }
   // Table order: by collective, then node count, then size. Rules overlap only in a shared

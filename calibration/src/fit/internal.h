@@ -11,7 +11,11 @@ namespace pilot::calibration::detail {
 /// Per measured size of the shape's default: the choice and why. `note` says why the shape
 /// gets no rules when that is not the data's verdict (no default, too few repeats).
 std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& expressible,
-                                  const FitOptions& options, std::string& note);
+                                  const ShapeEvidence& evidence, std::string& note);
+
+/// The shape's rule keys (nccl=, fabric=) from the options or the runs, with the line that says
+/// where they came from (ShapeFit::keys).
+void assignKeys(const Shape& shape, const FitOptions& options, ShapeFit& fit);
 
 /// Carries the last band past the largest measured size where the alpha-beta models of its
 /// configuration and of the default predict a gain above the threshold at that size.

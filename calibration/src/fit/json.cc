@@ -35,6 +35,8 @@ json bandJson(const Band& b) {
   j["min_gain"] = round4(b.minGain);
   j["max_gain"] = round4(b.maxGain);
   j["extended"] = b.extended;
+  j["cliff_below"] = b.cliffBelow;
+  j["cliff_above"] = b.cliffAbove;
   return j;
 }
 
@@ -109,6 +111,12 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
     j["bands"] = json::array();
     for (const Band& b : f.bands) j["bands"].push_back(bandJson(b));
     if (!f.note.empty()) j["note"] = f.note;
+    j["evidence"] = {{"kind", evidenceName(f.evidence.kind)},
+                     {"default_runs", f.evidence.defaultRuns},
+                     {"band_sizes", f.evidence.bandSizes},
+                     {"floor", round4(f.evidence.floor)},
+                     {"summary", f.evidence.summary}};
+    j["keys"] = f.keys;
     out["bands"].push_back(j);
   }
 

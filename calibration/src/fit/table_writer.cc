@@ -50,7 +50,11 @@ std::string shapeSummary(const Shape& shape, const ShapeFit& fit, int rules,
   }
   for (const Series& s : shape.series) os << " " << s.label << " x" << s.runs.size();
   os << "; " << rules << (rules == 1 ? " rule" : " rules") << "\n";
-  if (!fit.note.empty()) os << "#   " << oneLine(fit.note) << "\n";
+  os << "#   evidence: " << oneLine(fit.evidence.summary) << "\n";
+  if (!fit.note.empty() && fit.note != fit.evidence.summary) {
+    os << "#   " << oneLine(fit.note) << "\n";
+  }
+  if (rules > 0) os << "#   " << oneLine(fit.keys) << "\n";
   if (rules == 0 && fit.note.empty()) {
     // The nearest miss tells the reader how close the evidence came.
     const Decision* best = nullptr;
@@ -83,14 +87,17 @@ std::string tableText(const FitResult& r) {
   if (!r.ncclVersion.empty()) os << "#@ nccl: " << r.ncclVersion << "\n";
   os << "#@ margin: " << o.margin << "\n";
   os << "#@ min-repeats: " << o.minRepeats << "\n";
-  os << "#@ coverage: sizes from 0; band edges at geometric midpoints of measured sizes; past "
+  os << "#@ coverage: sizes from 0; band edges at geometric midpoints of measured sizes, or at "
+        "the measured size where the neighbour loses beyond the bar; past "
         "the largest measured size only where alpha-beta models keep the gain above the bar; "
         "node counts between measured ones by the alpha-beta node model; elsewhere NCCL "
         "decides\n";
   os << "#\n";
   os << "# Written by nccl-pilot fit (docs/calibration.md). A rule overrides NCCL only where "
-        "its\n# configuration beat NCCL's default by more than max(margin, run-to-run spread). "
-        "First match\n# wins; where no rule matches, NCCL decides.\n";
+        "its\n# configuration beat NCCL's default by more than the noise: the spread over "
+        "repeats, or\n# without repeats the noise estimated from the data (a larger bar, longer "
+        "bands). First\n# match wins; where no rule matches, NCCL decides. expect= holds the "
+        "measured time per\n# operation of the rule's choice at sizes inside its band.\n";
   for (const std::string& note : r.notes) os << "# note: " << oneLine(note) << "\n";
   if (r.ncclVersion.empty()) os << "# note: NCCL version unknown or mixed across the inputs\n";
   os << "#\n";

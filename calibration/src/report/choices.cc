@@ -1,7 +1,9 @@
 // The choices a report shows: the fit's, or what a given table's rules pick per measured size.
 #include <cmath>
 #include <limits>
+#include <set>
 
+#include "evaluate/apply_table.h"
 #include "fit/bands.h"
 #include "pilot/calibration/report.h"
 #include "pilot/tuner/names.h"
@@ -16,36 +18,14 @@ ReportChoices fitChoices(const FitResult& fit) {
   return out;
 }
 
-namespace {
-
-bool matches(const tuner::Rule& r, tuner::Collective coll, const ShapeKey& key, uint64_t size) {
-  if ((r.collectives & tuner::bit(coll)) == 0) return false;
-  const bool perRank =
-      r.perRankSize && key.ranks > 0 &&
-      (coll == tuner::Collective::AllGather || coll == tuner::Collective::ReduceScatter);
-  if (!r.size.contains(perRank ? size / static_cast<uint64_t>(key.ranks) : size)) return false;
-  auto fits = [](const tuner::Range& range, int v) {
-    return range.any() || (v > 0 && range.contains(static_cast<uint64_t>(v)));
-  };
-  // nccl-tests issues one operation per group on unregistered buffers.
-  return fits(r.nodes, key.nodes) && fits(r.ranks, key.ranks) &&
-         fits(r.ranksPerNode, key.ranksPerNode()) && r.pipeOps.contains(1) && r.regBuff != 1;
-}
-
-bool sameChoice(const tuner::Rule& a, const tuner::Rule& b) {
-  return a.algorithms == b.algorithms && a.protocols == b.protocols && a.channels == b.channels;
-}
-
-}  // namespace
-
 ReportChoices tableChoices(const FitResult& fit, const tuner::TuningTable& table,
                            const std::string& path) {
   ReportChoices out;
   out.source = path;
   out.decisions = fit.decisions;
+  std::set<std::string> assumed;
   for (size_t i = 0; i < fit.data.shapes.size(); ++i) {
     const Shape& shape = fit.data.shapes[i];
-    const auto coll = tuner::parseCollective(shape.key.collective);
     std::vector<detail::SizeChoice> choices;
     for (Decision& d : out.decisions) {
       if (!(d.shape == shape.key)) continue;
@@ -54,28 +34,25 @@ ReportChoices tableChoices(const FitResult& fit, const tuner::TuningTable& table
       d.timeUs = d.defaultTimeUs;
       d.gain = 0;
       d.reason = "no rule matches";
-      for (size_t k = 0; coll && k < table.rules.size(); ++k) {
-        const tuner::Rule& rule = table.rules[k];
-        if (!matches(rule, *coll, shape.key, d.size)) continue;
+      const int k = detail::firstMatchingRule(table, shape, d.size, &assumed);
+      if (k >= 0) {
+        const tuner::Rule& rule = table.rules[static_cast<size_t>(k)];
         const std::string line = "line " + std::to_string(rule.line);
         d.reason = line + ": " + tuner::formatRule(rule);
-        if (!rule.namesChoice() && rule.channels == 0) break;  // chunk= only: NCCL's choice
-        d.chosen = kUnmeasuredRule - static_cast<int>(k);
-        d.chosenLabel = line + " (not measured)";
-        d.timeUs = std::numeric_limits<double>::quiet_NaN();
-        d.gain = std::numeric_limits<double>::quiet_NaN();
-        for (size_t c = 0; c < shape.series.size(); ++c) {
-          const Series& s = shape.series[c];
-          if (s.isDefault()) continue;
-          auto forced = ruleForConfig(s.config);
-          const SizeStat* st = s.at(d.size);
-          if (!forced.ok() || !sameChoice(*forced, rule) || st == nullptr) continue;
-          d.chosen = static_cast<int>(c);
-          d.chosenLabel = s.label;
-          d.timeUs = st->timeUs;
-          d.gain = 1.0 - st->timeUs / d.defaultTimeUs;
+        if (!detail::keepsNcclChoice(rule)) {
+          d.chosen = kUnmeasuredRule - k;
+          d.chosenLabel = line + " (not measured)";
+          d.timeUs = std::numeric_limits<double>::quiet_NaN();
+          d.gain = std::numeric_limits<double>::quiet_NaN();
+          const int c = detail::seriesForRule(shape, rule);
+          const SizeStat* st = c < 0 ? nullptr : shape.series[static_cast<size_t>(c)].at(d.size);
+          if (st != nullptr) {
+            d.chosen = c;
+            d.chosenLabel = shape.series[static_cast<size_t>(c)].label;
+            d.timeUs = st->timeUs;
+            d.gain = 1.0 - st->timeUs / d.defaultTimeUs;
+          }
         }
-        break;
       }
       choices.push_back({d.size, d.chosen, d.chosenLabel, std::isfinite(d.gain) ? d.gain : 0});
     }
@@ -87,6 +64,11 @@ ReportChoices tableChoices(const FitResult& fit, const tuner::TuningTable& table
         break;
       }
     }
+  }
+  for (const std::string& key : assumed) {
+    out.notes.push_back("the runs do not say their " +
+                        std::string(key == "nccl" ? "NCCL version" : "fabric") + ": rules keyed " +
+                        key + "= were applied as if it matched");
   }
   return out;
 }

@@ -319,6 +319,66 @@ void nodeModels(std::ostream& os, const FitResult& fit, Palette& colour) {
   os << "</div></section>\n";
 }
 
+std::string fixed3(double v) {
+  if (!std::isfinite(v)) return "—";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+std::string share(double v) {
+  return std::isfinite(v) ? percent(v) : std::string("—");
+}
+
+void heldOutSection(std::ostringstream& os, const HeldOutScores& h) {
+  const TableScore& in = h.inSample;
+  const TableScore& out = h.heldOut;
+  os << "<section class=\"inputs\"><h2>Held-out scores</h2><p>The table scored on the runs it "
+        "was fitted on and on sweeps it never saw: ";
+  for (size_t i = 0; i < h.inputs.size(); ++i) {
+    os << (i ? ", " : "") << "<code>" << escapeXml(h.inputs[i]) << "</code>";
+  }
+  os << ".</p>\n<table class=\"decisions\"><tr><th></th><th>in-sample</th><th>held-out</th></tr>\n";
+  auto row = [&](const char* name, const std::string& a, const std::string& b) {
+    os << "<tr><td>" << name << "</td><td class=\"num\">" << escapeXml(a)
+       << "</td><td class=\"num\">" << escapeXml(b) << "</td></tr>\n";
+  };
+  auto worst = [](const TableScore& s) {
+    return s.worst < 0 ? std::string("—")
+                       : fixed3(s.sizes[static_cast<size_t>(s.worst)].speedup) + " at " +
+                             detail::bytes(s.sizes[static_cast<size_t>(s.worst)].size);
+  };
+  row("sizes scored", std::to_string(in.scored), std::to_string(out.scored));
+  row("geomean fraction of the fastest, table", fixed3(in.fraction), fixed3(out.fraction));
+  row("geomean fraction of the fastest, NCCL default", fixed3(in.defaultFraction),
+      fixed3(out.defaultFraction));
+  row("share of the default-to-fastest gap captured", share(in.gapCaptured),
+      share(out.gapCaptured));
+  row("geomean speedup over NCCL's default", fixed3(in.speedup), fixed3(out.speedup));
+  row("sizes slower than the default beyond noise", std::to_string(in.slowerSizes),
+      std::to_string(out.slowerSizes));
+  row("worst speedup", worst(in), worst(out));
+  os << "</table>\n";
+  if (!out.notes.empty()) {
+    os << "<ul class=\"notes\">";
+    for (const std::string& n : out.notes) os << "<li>" << escapeXml(n) << "</li>";
+    os << "</ul>\n";
+  }
+  os << "<details><summary>Held out, per size (" << out.sizes.size()
+     << ")</summary><table class=\"decisions\"><tr><th>shape</th><th>size</th><th>chosen</th>"
+        "<th>speedup</th><th>fraction of "
+        "fastest</th><th>fastest</th><th>noise</th><th></th></tr>\n";
+  for (const TableSizeScore& x : out.sizes) {
+    os << "<tr><td>" << escapeXml(x.shape.str()) << "</td><td class=\"num\">"
+       << detail::bytes(x.size) << "</td><td>" << escapeXml(x.chosen) << "</td><td class=\"num\">"
+       << (x.scored ? fixed3(x.speedup) : "—") << "</td><td class=\"num\">"
+       << (x.scored ? fixed3(x.fraction) : "—") << "</td><td>" << escapeXml(x.best)
+       << "</td><td class=\"num\">" << percent(x.noise) << "</td><td>"
+       << (x.slower ? "slower than the default beyond noise" : "") << "</td></tr>\n";
+  }
+  os << "</table></details></section>\n";
+}
+
 }  // namespace
 
 std::string reportHtml(const FitResult& fit, const ReportChoices& choices,
@@ -356,7 +416,10 @@ std::string reportHtml(const FitResult& fit, const ReportChoices& choices,
         "overrides NCCL's default at a size only when its median beats the default's by more "
         "than the bar — max(margin, noise), noise being the largest (max−min)/median over "
         "repeats at that size and its neighbours — in every repeat, and at two adjacent sizes "
-        "at least.</p>\n";
+        "at least. Without repeats of the default the noise is estimated from the data (the "
+        "roughness of each configuration's time against size), the margin counts twice and a "
+        "band needs three adjacent winning sizes. Each shape says which evidence it rests "
+        "on.</p>\n";
   std::vector<std::string> notes = fit.notes;
   notes.insert(notes.end(), choices.notes.begin(), choices.notes.end());
   if (!notes.empty()) {
@@ -379,6 +442,7 @@ std::string reportHtml(const FitResult& fit, const ReportChoices& choices,
   }
   os << "</section>\n";
 
+  if (options.scores) heldOutSection(os, *options.scores);
   nodeModels(os, fit, colour);
   if (fit.data.shapes.size() > 1) {
     os << "<nav><b>Shapes</b><ul>";
@@ -402,6 +466,8 @@ std::string reportHtml(const FitResult& fit, const ReportChoices& choices,
          << (s.runs.size() == 1 ? " run" : " runs") << "</span>";
     }
     os << "</p>\n<p class=\"verdict\">" << escapeXml(verdict(v)) << "</p>\n";
+    os << "<p class=\"small\">Evidence: " << escapeXml(v.fit.evidence.summary) << ". "
+       << escapeXml(v.fit.keys) << ".</p>\n";
     if (v.shape.defaults() == nullptr) {
       os << "<p class=\"warn\">NCCL's default was not measured for this shape: nothing to "
             "compare against.</p>\n";

@@ -110,6 +110,7 @@ std::string formatManifest(const SweepPlan& plan) {
            {"collectives", o.collectives},
            {"configs", configs},
            {"repeats", o.repeats},
+           {"default_repeats", o.defaultRepeats},
            {"nodes", o.nodes},
            {"gpus_per_node", o.gpusPerNode},
            {"min_bytes", o.minBytes},
@@ -147,6 +148,8 @@ Expected<SweepPlan> parseManifest(std::string_view text) {
   o.testsDir = r.get<std::string>(doc, "tests_dir");
   o.collectives = r.get<std::vector<std::string>>(doc, "collectives");
   o.repeats = r.get<int>(doc, "repeats");
+  // Manifests written before the default had its own count ran it as often as the rest.
+  o.defaultRepeats = r.optional<int>(doc, "default_repeats", o.repeats);
   o.nodes = r.get<std::vector<int>>(doc, "nodes");
   o.gpusPerNode = r.get<int>(doc, "gpus_per_node");
   o.minBytes = r.get<uint64_t>(doc, "min_bytes");

@@ -195,6 +195,13 @@ TEST_F(FitCli, KeysComeFromTheLogsAndFlagsOverride) {
                                    "--label", "algo_tree=NCCL_ALGO=Tree",
                                    "--label", "proto_simple=NCCL_PROTO=Simple"};
   ASSERT_EQ(run(args), 0) << err_;
+  // fit's output says what the rules rest on and which keys they carry.
+  EXPECT_NE(out_.find("  evidence: noise estimated: the default ran 1 time(s)"), std::string::npos)
+      << out_;
+  EXPECT_NE(out_.find("  keys: nccl=2.28 (the runs report NCCL 2.28.3); fabric=ib (NCCL logged "
+                      "'Using network IB')"),
+            std::string::npos)
+      << out_;
   pilot::tuner::ParsedTable parsed = pilot::tuner::loadTableFile(logs);
   ASSERT_FALSE(parsed.table.rules.empty());
   // The file logs NCCL 2.28.3 and "Using network IB" over devices with an IB link layer.

@@ -15,7 +15,10 @@ std::string reportText(const FitResult& fit, const ReportChoices& choices) {
     os << shape.key.str() << ":";
     for (const Series& s : shape.series) os << " " << s.label << " x" << s.runs.size();
     os << "\n";
-    if (!fit.shapes[i].note.empty()) os << "  " << fit.shapes[i].note << "\n";
+    const ShapeFit& sf = fit.shapes[i];
+    os << "  evidence: " << sf.evidence.summary << "\n";
+    if (!sf.note.empty() && sf.note != sf.evidence.summary) os << "  " << sf.note << "\n";
+    if (choices.source == "fit") os << "  " << sf.keys << "\n";
     for (const Band& b : choices.bands[i]) {
       os << "  " << detail::bandRange(b) << "  ";
       if (b.series == kDefaultChoice) {

@@ -41,6 +41,9 @@ labels=(--label 'iteration_*=default' --label 'proto_simple*=NCCL_PROTO=Simple'
   --label 'proto_ll128=NCCL_PROTO=LL128' --label 'algo_tree=NCCL_ALGO=Tree')
 step "fit a tuning table from a bundled sweep (keeps NCCL's default wherever the gain is noise)" \
   "$pilot" fit "$sweep" "${labels[@]}" -o build/fitted.table --evaluate
+step "score that table on another sweep it was not fitted on (one run per configuration)" \
+  "$pilot" evaluate --table build/fitted.table tests/calibration/data/synthetic-2n-allreduce-single.txt \
+  "${labels[@]}"
 step "what the fitted table makes NCCL 2.28 do" \
   "$pilot" explain --table build/fitted.table --coll allreduce --nodes 2 --ranks 16 --nccl 2.28
 step "the evidence as a self-contained page" \

@@ -4,9 +4,9 @@
 #include <map>
 #include <set>
 
+#include "pilot/calibration/report_style.h"
+#include "pilot/calibration/svg_chart.h"
 #include "pilot/core/text.h"
-#include "report_style.h"  // calibration/src: the page style `report` uses
-#include "svg_chart.h"     // calibration/src: its hand-written SVG charts
 
 namespace pilot::cli::monitor {
 namespace {

@@ -14,6 +14,8 @@ packages=(
   shellcheck                                   # lint of our shell scripts
   python3                                      # the GPU validation checker (tests/gpu)
   jq                                           # tests/netbench/bench_vs_nccl_socket.sh reads netbench JSON
+  python3-yaml                                 # the deployment recipes' lint (tests/install)
+  prometheus prometheus-node-exporter          # promtool, and the profiler's scrape test
 )
 
 missing=()

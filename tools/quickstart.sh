@@ -19,6 +19,15 @@ step "All-gather keyed on per-rank bytes, with chunk sizes (NCCL 2.30, tuner ABI
 step "The same all-reduce when NCCL_ALGO excludes Tree: a rule whose cell NCCL disabled steps aside" \
   "$pilot" explain --table "$table" --coll allreduce --nodes 2 --ranks 16 --nccl 2.28 \
   --disable tree
+fleet=examples/fleet.table
+step "One table, two fabrics (fabric= keys): the same all-reduce on InfiniBand ..." \
+  "$pilot" explain --table "$fleet" --coll allreduce --nodes 2 --ranks 16 --nccl 2.30 --fabric ib
+step "... and on RoCE, where a rule measured on NCCL 2.28-2.30 (nccl=) applies" \
+  "$pilot" explain --table "$fleet" --coll allreduce --nodes 2 --ranks 16 --nccl 2.30 --fabric roce
+step "The same on NCCL 2.32 (tuner ABI v7): that rule steps aside, NCCL keeps its own choice" \
+  "$pilot" explain --table "$fleet" --coll allreduce --nodes 2 --ranks 16 --nccl 2.32 --fabric roce
+step "The table's digest, which every rank logs and a launcher pins (NCCL_PILOT_TUNER_TABLE_SHA256)" \
+  "$pilot" explain --table "$fleet" --digest
 step "This machine as the net plugin would describe it to NCCL (no GPU here: nothing to pair)" \
   "$pilot" topo
 step "A recorded KVM guest: GPUs and RDMA NICs on root ports (PHB), repaired into PIX pairs" \
@@ -41,9 +50,40 @@ labels=(--label 'iteration_*=default' --label 'proto_simple*=NCCL_PROTO=Simple'
   --label 'proto_ll128=NCCL_PROTO=LL128' --label 'algo_tree=NCCL_ALGO=Tree')
 step "fit a tuning table from a bundled sweep (keeps NCCL's default wherever the gain is noise)" \
   "$pilot" fit "$sweep" "${labels[@]}" -o build/fitted.table --evaluate
+step "score that table on another sweep it was not fitted on (one run per configuration)" \
+  "$pilot" evaluate --table build/fitted.table tests/calibration/data/synthetic-2n-allreduce-single.txt \
+  "${labels[@]}"
 step "what the fitted table makes NCCL 2.28 do" \
   "$pilot" explain --table build/fitted.table --coll allreduce --nodes 2 --ranks 16 --nccl 2.28
 step "the evidence as a self-contained page" \
   "$pilot" report "$sweep" "${labels[@]}" -o build/report.html --no-gnuplot
+doctor=tests/doctor/data
+step "doctor on a recorded machine: ACS above a GPU, a NIC at x8, an IB port down (exit 1 expected)" \
+  "$pilot" doctor --sysfs-root "$doctor/baremetal-faulty" || true
+step "the same machine repaired: those checks pass" \
+  "$pilot" doctor --sysfs-root "$doctor/baremetal-repaired" --only pcie-acs,pcie-link,rdma-port
+rm -rf build/doctor-fp
+for node in node-a node-b node-c; do
+  "$pilot" doctor --sysfs-root "$doctor/baremetal-repaired" --fingerprint build/doctor-fp \
+    --node "$node" >/dev/null 2>&1
+done
+"$pilot" doctor --sysfs-root "$doctor/baremetal-faulty" --fingerprint build/doctor-fp \
+  --node node-d >/dev/null 2>&1 || true
+step "the distributed check: which of four nodes differs, and why (exit 1 expected)" \
+  "$pilot" doctor --compare build/doctor-fp || true
 step "real NCCL 2.28.9 on an H200 (recorded by tests/gpu/run.sh), checked again by this build" \
   tests/gpu/run.sh --dry-run tests/gpu/recorded/h200-nccl2.28.9-4ranks --out build/gpu-dry-run
+rm -rf build/monitor-demo
+for rank in 0 1 2 3; do
+  NCCL_PILOT_METRICS_DIR=build/monitor-demo NCCL_PILOT_TUNER_TABLE=examples/monitoring/demo.table \
+    build/bin/pilot_profiler_replay --module build/lib/libnccl-profiler-pilot.so \
+    --scenario examples/monitoring/demo.scenario --rank "$rank"
+done
+step "the profiler's files of a bundled 4-rank demo job (replayed through it by the test suite's fake NCCL)" \
+  ls build/monitor-demo
+step "read back: calls, kernel times, decisions, drift against the table's calibration, the late rank" \
+  "$pilot" monitor build/monitor-demo --html build/monitor.html
+step "installed as a user gets it (cmake --install into a scratch prefix; packages: tools/package.sh)" \
+  sh -c 'cmake --install build --prefix build/demo-prefix >/dev/null &&
+         find build/demo-prefix -type f ! -path "*/share/*" | sort'
+step "the installed tool finds the installed library beside it" build/demo-prefix/bin/nccl-pilot version

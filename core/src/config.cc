@@ -19,6 +19,14 @@ const std::vector<SettingInfo>& allSettings() {
        "1 = a table with any bad line, or an unreadable table, fails communicator init", nullptr},
       {setting::kTunerEnable, SettingType::Bool, "1",
        "0 = the tuner never touches NCCL's decisions (the library still loads)", nullptr},
+      {setting::kTunerTableSha256, SettingType::Text, "",
+       "hex prefix (8..64 digits) of the table's SHA-256 the launcher expects (nccl-pilot explain "
+       "--table T --digest); another table leaves every decision to NCCL (strict: fails init)",
+       nullptr},
+      {setting::kTunerFabric, SettingType::Enum, "auto",
+       "the fabric the table's fabric= keys match: auto = detected (RDMA ports ACTIVE, their link "
+       "layer, NCCL_IB_DISABLE, NCCL_NET, NCCL_IB_HCA), or name it",
+       "auto|ib|roce|ethernet"},
       {setting::kTopo, SettingType::Bool, "1",
        "0 = the net plugin writes no topology file (NCCL_TOPO_FILE) and NCCL detects on its own",
        nullptr},
@@ -54,6 +62,33 @@ const std::vector<SettingInfo>& allSettings() {
        "bound on connection set-up and on noticing a dead peer (TCP user timeout, keepalive), "
        "100..3600000",
        nullptr},
+      // The profiler: metrics of the collectives NCCL runs (metrics/include/pilot/metrics/
+      // settings.h reads them; ranges there).
+      {"NCCL_PILOT_METRICS", SettingType::Bool, "0",
+       "1 = the profiler measures collectives and exports them; 0 = off even with a directory",
+       nullptr},
+      {"NCCL_PILOT_METRICS_DIR", SettingType::Path, "",
+       "directory of the Prometheus textfile and JSON-lines summary per process; setting it "
+       "turns metrics on",
+       nullptr},
+      {"NCCL_PILOT_METRICS_INTERVAL_S", SettingType::Text, "30",
+       "seconds between exports (also at each communicator's finalize), 1..3600", nullptr},
+      {"NCCL_PILOT_METRICS_SAMPLE", SettingType::Text, "1",
+       "measure collectives whose sequence number is a multiple of N (1 = all), 1..1000000",
+       nullptr},
+      {"NCCL_PILOT_METRICS_MIN_BYTES", SettingType::Text, "0",
+       "skip collectives moving fewer bytes per rank (suffixes K/M/G)", nullptr},
+      {"NCCL_PILOT_METRICS_PORT", SettingType::Text, "",
+       "serve GET /metrics on this port plus the local rank (unset = no HTTP endpoint)", nullptr},
+      {"NCCL_PILOT_METRICS_BIND", SettingType::Text, "127.0.0.1",
+       "address the HTTP endpoint listens on (0.0.0.0 or :: to expose it beyond the host)",
+       nullptr},
+      {"NCCL_PILOT_METRICS_DRIFT", SettingType::Text, "0.2",
+       "warn when a tuned band's live bus bandwidth is below (1 - this) x its calibrated one, "
+       "0.01..0.99",
+       nullptr},
+      {"NCCL_PILOT_METRICS_DRIFT_CALLS", SettingType::Text, "100",
+       "calls a band needs before its drift counts", nullptr},
   };
   return settings;
 }
@@ -80,6 +115,18 @@ Expected<std::string> readChoice(const EnvLookup& env, const char* name, const c
     if (text::equalsIgnoreCase(choice, *value)) return std::string(choice);
   }
   return Error{std::string(name) + "=" + *value + " is not one of " + choices};
+}
+
+Expected<uint64_t> readUnsigned(const EnvLookup& env, const char* name, uint64_t low, uint64_t high,
+                                uint64_t fallback, bool bytes) {
+  auto value = readText(env, name);
+  if (!value) return fallback;
+  std::optional<uint64_t> parsed = bytes ? text::parseBytes(*value) : text::parseUnsigned(*value);
+  if (!parsed || *parsed < low || *parsed > high) {
+    return Error{std::string(name) + "=" + *value + " is not in [" + std::to_string(low) + ", " +
+                 std::to_string(high) + "]"};
+  }
+  return *parsed;
 }
 
 Expected<bool> readBool(const EnvLookup& env, const char* name, bool fallback) {

@@ -7,6 +7,7 @@
 #include "net/transport.h"
 #include "pilot/core/config.h"
 #include "pilot/topology/topo_file.h"
+#include "pilot/version.h"
 
 namespace pilot::plugin {
 namespace {
@@ -43,6 +44,7 @@ class ProcessNetLogger final : public Logger {
 void runOnce(ncclDebugLogger_t logFn) {
   NcclLogger log(logFn, kNetPrefix);
   (void)guard(&log, kFlags, "init", nccl::ncclSuccess, [&] {
+    PILOT_LOG(log, Info, kFlags, "nccl-pilot %s", kVersion);
     const EnvLookup env = processEnv();
     (void)topology::provideTopologyFile(env, log, topology::processEnvironmentWriter(), [&] {
       return topology::detectLocalMachine(topology::detectOptionsFromEnv(env));

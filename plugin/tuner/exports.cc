@@ -1,5 +1,6 @@
-// The exported tuner structs ncclTunerPlugin_v2 .. _v6: thin adapters onto TunerRuntime /
-// TunerContext. Each NCCL takes the newest symbol it knows (research/tuner.md §1.1).
+// The exported tuner structs ncclTunerPlugin_v2 .. _v7: thin adapters onto TunerRuntime /
+// TunerContext. Each NCCL takes the newest symbol it knows (research/tuner.md §1.1; v7 from
+// NCCL 2.32.6).
 #include <memory>
 
 #include "abi/tuner_v2.h"
@@ -7,9 +8,11 @@
 #include "abi/tuner_v4.h"
 #include "abi/tuner_v5.h"
 #include "abi/tuner_v6.h"
+#include "abi/tuner_v7.h"
 #include "entry_guard.h"
 #include "logger_bridge.h"
 #include "pilot/tuner/tuner_runtime.h"
+#include "tuner/process_facts.h"
 
 namespace pilot::plugin {
 namespace {
@@ -26,13 +29,19 @@ TunerContext* asContext(void* context) {
   return static_cast<TunerContext*>(context);
 }
 
-ncclResult_t initContext(const ContextParams& params, ncclDebugLogger_t logFn, void** context) {
+/// `caller`: the return address of the exported init, inside the NCCL that called it.
+ncclResult_t initContext(ContextParams params, const void* caller, ncclDebugLogger_t logFn,
+                         void** context) {
   if (context == nullptr) return ncclInvalidArgument;
   *context = nullptr;
   NcclLogger log(logFn, kPrefix);
   // An internal failure (even bad_alloc) leaves a null context, which every entry point treats
   // as "NCCL decides": only strict mode may fail a communicator.
   return guard(&log, "init", ncclSuccess, [&]() -> ncclResult_t {
+    params.facts = readProcessFacts(params.abiVersion, caller);
+    if (std::string warning = takeFabricWarning(); !warning.empty()) {
+      PILOT_LOG(log, Warn, subsys::Init | subsys::Tuning | subsys::Env, "%s", warning.c_str());
+    }
     auto created =
         TunerRuntime::process().createContext(params, std::make_unique<NcclLogger>(logFn, kPrefix));
     if (!created.ok()) {
@@ -58,13 +67,15 @@ ncclResult_t initLegacy(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFn, v
   params.nRanks = nRanks;
   params.nNodes = nNodes;
   params.abiVersion = Version;
-  return initContext(params, logFn, context);
+  return initContext(params, __builtin_return_address(0), logFn, context);
 }
 
-template <int Version>
+// v5 .. v7 share init(context, commId, nRanks, nNodes, logger, nvl, constants); v7's constants
+// are a larger struct, which the tuner never reads or writes.
+template <int Version, typename Constants>
 ncclResult_t initV5(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes,
                     ncclDebugLogger_t logFn, ncclNvlDomainInfo_v5_t* nvl,
-                    ncclTunerConstants_v5_t* /*constants*/) {
+                    Constants* /*constants*/) {
   ContextParams params;
   params.nRanks = nRanks;
   params.nNodes = nNodes;
@@ -78,7 +89,7 @@ ncclResult_t initV5(void** context, uint64_t /*commId*/, size_t nRanks, size_t n
       params.unevenNodes = true;
     }
   }
-  return initContext(params, logFn, context);
+  return initContext(params, __builtin_return_address(0), logFn, context);
 }
 
 ncclResult_t getCollInfoV2(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport,
@@ -141,8 +152,12 @@ PILOT_EXPORT ncclTuner_v3_t ncclTunerPlugin_v3 = {p::kTunerName, p::initLegacy<3
                                                   p::finalizeContext};
 PILOT_EXPORT ncclTuner_v4_t ncclTunerPlugin_v4 = {p::kTunerName, p::initLegacy<4>, p::getCollInfoV4,
                                                   p::finalizeContext};
-PILOT_EXPORT ncclTuner_v5_t ncclTunerPlugin_v5 = {p::kTunerName, p::initV5<5>, p::getCollInfoV4,
-                                                  p::finalizeContext};
-PILOT_EXPORT ncclTuner_v6_t ncclTunerPlugin_v6 = {p::kTunerName, p::initV5<6>, p::getCollInfoV4,
-                                                  p::finalizeContext, p::getChunkSizeV6};
+PILOT_EXPORT ncclTuner_v5_t ncclTunerPlugin_v5 = {
+    p::kTunerName, p::initV5<5, ncclTunerConstants_v5_t>, p::getCollInfoV4, p::finalizeContext};
+PILOT_EXPORT ncclTuner_v6_t ncclTunerPlugin_v6 = {
+    p::kTunerName, p::initV5<6, ncclTunerConstants_v6_t>, p::getCollInfoV4, p::finalizeContext,
+    p::getChunkSizeV6};
+PILOT_EXPORT ncclTuner_v7_t ncclTunerPlugin_v7 = {
+    p::kTunerName, p::initV5<7, ncclTunerConstants_v7_t>, p::getCollInfoV4, p::finalizeContext,
+    p::getChunkSizeV6};
 }

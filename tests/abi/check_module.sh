@@ -1,7 +1,8 @@
 #!/bin/sh
 # Checks a built plugin module the way a drop-in user depends on it
 # (docs/research/style-ecosystem.md §2.3-2.5):
-#   - dynamic exports: exactly NCCL plugin structs, and all of ncclTunerPlugin_v2..v6;
+#   - dynamic exports: exactly NCCL plugin structs, and all of ncclTunerPlugin_v2..v7 and
+#     ncclProfiler_v4..v6;
 #   - NEEDED: only the C/C++ runtime (plus sanitizer runtimes in a sanitizer build);
 #   - no SONAME (NCCL dlopens it by file name);
 #   - highest GLIBC_ <= 2.34 (skipped in sanitizer builds) and GLIBCXX_ <= 3.4.30.
@@ -32,10 +33,13 @@ fail() {
 exports=$("$nm_tool" -D --defined-only "$module" | awk '{ print $NF }' | sort)
 [ -n "$exports" ] || fail "no dynamic symbols defined"
 unexpected=$(printf '%s\n' "$exports" |
-  grep -Ev '^ncclTunerPlugin_v[0-9]+$|^ncclNetPlugin_v[0-9]+$' || true)
+  grep -Ev '^ncclTunerPlugin_v[0-9]+$|^ncclNetPlugin_v[0-9]+$|^ncclProfiler_v[0-9]+$' || true)
 [ -z "$unexpected" ] || fail "unexpected exports: $(echo "$unexpected" | tr '\n' ' ')"
-for v in 2 3 4 5 6; do
+for v in 2 3 4 5 6 7; do
   printf '%s\n' "$exports" | grep -qx "ncclTunerPlugin_v$v" || fail "missing ncclTunerPlugin_v$v"
+done
+for v in 4 5 6; do
+  printf '%s\n' "$exports" | grep -qx "ncclProfiler_v$v" || fail "missing ncclProfiler_v$v"
 done
 
 # --- NEEDED and SONAME ---------------------------------------------------------------------

@@ -1,5 +1,6 @@
 #include "bench_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -15,11 +16,25 @@ const char* const kColl[] = {"broadcast", "reduce", "allgather", "reducescatter"
 const char* const kAlgo[] = {"tree", "ring"};
 const char* const kProto[] = {"ll", "ll128", "simple"};
 
-/// Lower edge of band `j` of `k` over 0 .. 16 GiB, log-spaced from 1 KiB.
-uint64_t bandEdge(int j, int k) {
+/// Lower edge of band `j` of `k` over 0 .. 16 GiB, log-spaced from 2^fromBits bytes.
+uint64_t bandEdge(int j, int k, double fromBits = 10.0) {
   if (j == 0) return 0;
-  const double exponent = 10.0 + 24.0 * static_cast<double>(j) / static_cast<double>(k);
+  const double exponent = fromBits + (34.0 - fromBits) * static_cast<double>(j) / k;
   return static_cast<uint64_t>(std::pow(2.0, exponent));
+}
+
+/// Small bands LL, middle LL128, large Simple; AllReduce alternates Tree and Ring; every third
+/// band sets a channel count.
+BenchRule band(int coll, int j, int k, int nNodes, double fromBits) {
+  BenchRule r;
+  r.coll = coll;
+  r.lo = bandEdge(j, k, fromBits);
+  r.hi = j + 1 == k ? kAny : bandEdge(j + 1, k, fromBits) - 1;
+  r.proto = j * 3 / k;
+  r.algo = coll == 4 && (j % 2 == 0) ? 0 : 1;
+  r.channels = j % 3 == 2 ? 4 << (j % 4) : -1;
+  r.nNodes = nNodes;
+  return r;
 }
 
 }  // namespace
@@ -31,18 +46,18 @@ std::vector<BenchRule> generateRules(int count) {
     const int k = count / kGroups + (g < count % kGroups ? 1 : 0);
     const int nodes = kNodeVariants[g / kNumColl];  // node-specific groups first, "any" last
     const int coll = g % kNumColl;
-    for (int j = 0; j < k; ++j) {
-      BenchRule r;
-      r.coll = coll;
-      r.lo = bandEdge(j, k);
-      r.hi = j + 1 == k ? kAny : bandEdge(j + 1, k) - 1;
-      // Small bands LL, middle LL128, large Simple; AllReduce alternates Tree and Ring.
-      r.proto = j * 3 / k;
-      r.algo = coll == 4 && (j % 2 == 0) ? 0 : 1;
-      r.channels = j % 3 == 2 ? 4 << (j % 4) : -1;
-      r.nNodes = nodes;
-      rules.push_back(r);
-    }
+    for (int j = 0; j < k; ++j) rules.push_back(band(coll, j, k, nodes, 10.0));
+  }
+  return rules;
+}
+
+std::vector<BenchRule> generateDenseRules(int count, int nNodes) {
+  std::vector<BenchRule> rules;
+  for (int j = 0; j < count; ++j) rules.push_back(band(4, j, count, nNodes, 3.0));
+  // Where the log spacing is finer than one byte (the smallest sizes), edges step by one byte.
+  for (int j = 1; j < count; ++j) {
+    rules[j].lo = std::max(rules[j].lo, rules[j - 1].lo + 1);
+    rules[j - 1].hi = rules[j].lo - 1;
   }
   return rules;
 }
@@ -69,6 +84,18 @@ std::vector<Request> generateRequests(size_t n, uint64_t seed) {
     r.coll = static_cast<int>(rng() % kNumColl);
     const double exponent = static_cast<double>(rng() % 32000) / 1000.0;  // 2^0 .. 2^32
     r.nBytes = static_cast<uint64_t>(std::pow(2.0, exponent));
+  }
+  return out;
+}
+
+std::vector<Request> generateDenseRequests(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Request> out(n);
+  for (Request& r : out) {
+    r.coll = 4;
+    const unsigned bits = static_cast<unsigned>(rng() % 36);  // 0 .. 2^35 - 1
+    r.nBytes =
+        bits == 0 ? 0 : (uint64_t{1} << (bits - 1)) | (rng() & ((uint64_t{1} << (bits - 1)) - 1));
   }
   return out;
 }

@@ -26,6 +26,9 @@ struct BenchRule {
 /// `count` rules: every collective x node counts {1, 2, 4, any}, each group cutting the size
 /// axis into contiguous log-spaced bands with a plausible algorithm/protocol per band.
 std::vector<BenchRule> generateRules(int count);
+/// `count` rules of the table a fit for one cluster gives: all AllReduce for `nNodes` nodes,
+/// cutting 8 B .. 16 GiB into contiguous log-spaced bands (the dense case).
+std::vector<BenchRule> generateDenseRules(int count, int nNodes);
 std::string toCsv(const std::vector<BenchRule>& rules);
 
 struct Request {
@@ -34,6 +37,8 @@ struct Request {
 };
 /// `n` (a power of two) requests: uniform collectives, log-uniform sizes 1 B .. 4 GiB.
 std::vector<Request> generateRequests(size_t n, uint64_t seed);
+/// `n` (a power of two) AllReduce requests, sizes log-uniform over the whole range, 1 B .. 32 GiB.
+std::vector<Request> generateDenseRequests(size_t n, uint64_t seed);
 
 /// NCCL's cost table for one collective (float[7][3]): IGNORE where the algorithm cannot run.
 void baseCostTable(int coll, float* cells);

@@ -1,7 +1,10 @@
 // getCollInfo cost through the v5 function pointer of the built module, as NCCL 2.28 calls it,
-// with a generated table of --rules=N lines (0 = no table: the empty call), against a minimal
-// first-match linear scan over the same rules. The table is read once per process, so each
-// rule count is its own run (run_tuner_bench.sh drives them).
+// with a generated table of --rules=N lines (0 = no table), against an empty function called
+// the same way (the floor any plugin pays) and a minimal first-match linear scan over the same
+// rules. Two kinds of table: spread (every collective x node count, 4,096 requests over all
+// collectives) and --dense (all rules AllReduce on this communicator's shape, as a fit for one
+// cluster writes them, 65,536 requests of random size over the whole range). The table is
+// read once per process, so each case is its own run (run_tuner_bench.sh drives them).
 //
 // Before timing, every request's decision through the plugin is checked against the linear
 // scan's (same cells, same channels); a mismatch exits non-zero.
@@ -20,7 +23,7 @@
 
 namespace {
 
-constexpr size_t kRequests = 4096;  // a power of two
+constexpr size_t kSpreadRequests = 4096, kDenseRequests = 65536;  // powers of two
 constexpr int kRanks = 16, kNodes = 2;
 
 int gWarnings = 0;
@@ -40,16 +43,41 @@ struct Setup {
   void* ctx = nullptr;
   std::vector<bench::BenchRule> rules;
   std::vector<bench::Request> requests;
+  size_t requestMask = 0;
   float work[bench::kNumColl][bench::kNumAlgo * bench::kNumProto];  // one reused table per coll
 };
 Setup gSetup;
+
+// The floor: a function of getCollInfo's signature that does nothing, called through a pointer
+// the compiler cannot see through, with the same request stream.
+ncclResult_t emptyGetCollInfo(void*, ncclFunc_t, size_t, int, float**, int, int, int, int*) {
+  return ncclSuccess;
+}
+ncclTuner_v5_t gEmptyTuner = {"empty", nullptr, emptyGetCollInfo, nullptr};
+
+void BM_EmptyFunction(benchmark::State& state) {
+  const Setup& s = gSetup;
+  const ncclTuner_v5_t* tuner = &gEmptyTuner;
+  benchmark::DoNotOptimize(tuner);
+  float(*work)[bench::kNumAlgo * bench::kNumProto] = gSetup.work;
+  size_t i = 0;
+  for (auto _ : state) {
+    const bench::Request& r = s.requests[i++ & s.requestMask];
+    int nChannels = 0;
+    tuner->getCollInfo(s.ctx, static_cast<ncclFunc_t>(r.coll), r.nBytes, 1,
+                       reinterpret_cast<float**>(work[r.coll]), bench::kNumAlgo, bench::kNumProto,
+                       0, &nChannels);
+    benchmark::DoNotOptimize(nChannels);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
 
 void BM_PilotGetCollInfo(benchmark::State& state) {
   const Setup& s = gSetup;
   float(*work)[bench::kNumAlgo * bench::kNumProto] = gSetup.work;
   size_t i = 0;
   for (auto _ : state) {
-    const bench::Request& r = s.requests[i++ & (kRequests - 1)];
+    const bench::Request& r = s.requests[i++ & s.requestMask];
     int nChannels = 0;
     s.v5->getCollInfo(s.ctx, static_cast<ncclFunc_t>(r.coll), r.nBytes, 1,
                       reinterpret_cast<float**>(work[r.coll]), bench::kNumAlgo, bench::kNumProto, 0,
@@ -64,7 +92,7 @@ void BM_LinearScan(benchmark::State& state) {
   float(*work)[bench::kNumAlgo * bench::kNumProto] = gSetup.work;
   size_t i = 0;
   for (auto _ : state) {
-    const bench::Request& r = s.requests[i++ & (kRequests - 1)];
+    const bench::Request& r = s.requests[i++ & s.requestMask];
     int nChannels = 0;
     benchmark::DoNotOptimize(bench::linearScan(s.rules, kNodes, r, work[r.coll], &nChannels));
     benchmark::DoNotOptimize(nChannels);
@@ -100,30 +128,43 @@ bool verify() {
   return mismatches == 0;
 }
 
-/// Takes --rules=N out of argv (the rest is Google Benchmark's).
-int takeRuleCount(int* argc, char** argv) {
-  int rules = 100, out = 1;
+struct Options {
+  int rules = 100;
+  bool dense = false;
+  const char* module = PILOT_TUNER_MODULE;  ///< --module=PATH: another build, for A/B runs
+};
+
+/// Takes --rules=N, --dense and --module=PATH out of argv (the rest is Google Benchmark's).
+Options takeOptions(int* argc, char** argv) {
+  Options o;
+  int out = 1;
   for (int i = 1; i < *argc; ++i) {
     if (std::strncmp(argv[i], "--rules=", 8) == 0)
-      rules = std::atoi(argv[i] + 8);
+      o.rules = std::atoi(argv[i] + 8);
+    else if (std::strcmp(argv[i], "--dense") == 0)
+      o.dense = true;
+    else if (std::strncmp(argv[i], "--module=", 9) == 0)
+      o.module = argv[i] + 9;
     else
       argv[out++] = argv[i];
   }
   *argc = out;
-  return rules;
+  return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int ruleCount = takeRuleCount(&argc, argv);
+  const Options opts = takeOptions(&argc, argv);
+  const int ruleCount = opts.rules;
   for (const char* v : {"NCCL_PILOT_TUNER_TABLE", "NCCL_TUNER_CONFIG_FILE", "NCCL_PILOT_TUNER",
                         "NCCL_PILOT_TUNER_STRICT", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG"}) {
     unsetenv(v);
   }
   std::string tablePath;
   if (ruleCount > 0) {
-    gSetup.rules = bench::generateRules(ruleCount);
+    gSetup.rules =
+        opts.dense ? bench::generateDenseRules(ruleCount, kNodes) : bench::generateRules(ruleCount);
     char name[] = "/tmp/pilot-bench-XXXXXX";
     const int fd = mkstemp(name);
     const std::string csv = bench::toCsv(gSetup.rules);
@@ -135,10 +176,12 @@ int main(int argc, char** argv) {
     tablePath = name;
     setenv("NCCL_PILOT_TUNER_TABLE", name, 1);
   }
-  gSetup.requests = bench::generateRequests(kRequests, 0x5eed);
+  gSetup.requests = opts.dense ? bench::generateDenseRequests(kDenseRequests, 0x5eed)
+                               : bench::generateRequests(kSpreadRequests, 0x5eed);
+  gSetup.requestMask = gSetup.requests.size() - 1;
   for (int c = 0; c < bench::kNumColl; ++c) bench::baseCostTable(c, gSetup.work[c]);
 
-  void* handle = dlopen(PILOT_TUNER_MODULE, RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(opts.module, RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     std::fprintf(stderr, "dlopen: %s\n", dlerror());
     return 1;
@@ -152,8 +195,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   bool ok = gWarnings == 0 && verify();
-  std::fprintf(stderr, "table: %d rules (%s)\n", ruleCount, ruleCount ? tablePath.c_str() : "none");
+  std::fprintf(stderr, "table: %d rules, %s (%s)\n", ruleCount, opts.dense ? "dense" : "spread",
+               ruleCount ? tablePath.c_str() : "none");
   if (ok) {
+    benchmark::RegisterBenchmark("BM_EmptyFunction", BM_EmptyFunction);
     benchmark::RegisterBenchmark("BM_PilotGetCollInfo", BM_PilotGetCollInfo);
     benchmark::RegisterBenchmark("BM_LinearScan", BM_LinearScan);
     benchmark::Initialize(&argc, argv);

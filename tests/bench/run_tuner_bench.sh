@@ -1,9 +1,12 @@
 #!/bin/sh
-# Runs pilot_tuner_bench once per table size (the plugin reads its table once per process) and
-# prints ns per getCollInfo call, the ratio to the empty call (no table) and the speedup over a
-# first-match linear scan of the same rules.
+# Runs pilot_tuner_bench once per case (the plugin reads its table once per process) and prints
+# ns per getCollInfo call, the ratio to an empty function called the same way in the same run,
+# and the speedup over a first-match linear scan of the same rules.
 # Usage: run_tuner_bench.sh BENCH_BINARY [RULE_COUNTS...]     (default counts: 0 10 100 1000)
-# PILOT_BENCH_ARGS adds Google Benchmark flags (default: 5 repetitions, medians reported).
+# The counts are spread tables (every collective x node count); PILOT_BENCH_DENSE lists the dense
+# ones (all AllReduce on one shape, random sizes over the whole range; default "10 100 1000",
+# "" for none). PILOT_BENCH_ARGS adds Google Benchmark flags (default: 5 repetitions, medians);
+# PILOT_BENCH_MODULE measures another build of the plugin (--module=PATH) for A/B runs.
 set -eu
 
 if [ "$#" -lt 1 ]; then
@@ -13,6 +16,7 @@ fi
 bench=$1
 shift
 [ "$#" -gt 0 ] || set -- 0 10 100 1000
+dense=${PILOT_BENCH_DENSE-10 100 1000}
 args=${PILOT_BENCH_ARGS:---benchmark_repetitions=5 --benchmark_min_time=0.5}
 
 out=$(mktemp -d)
@@ -23,25 +27,35 @@ median() {
   awk -F, -v name="\"$2_median\"" '$1 == name { print $4 }' "$1"
 }
 
-for n in "$@"; do
-  echo "running: $bench --rules=$n $args" >&2
-  # shellcheck disable=SC2086  # args is a list of flags
-  "$bench" --rules="$n" $args --benchmark_report_aggregates_only=true \
-    --benchmark_format=csv >"$out/$n.csv" 2>"$out/$n.log" || {
-    cat "$out/$n.log" >&2
-    echo "FAILED: $bench --rules=$n" >&2
+# run CASE RULES [FLAGS...]: one process, its CSV in $out/CASE-RULES.csv.
+run() {
+  name=$1-$2
+  flags=
+  [ "$1" = dense ] && flags=--dense
+  [ -n "${PILOT_BENCH_MODULE:-}" ] && flags="$flags --module=$PILOT_BENCH_MODULE"
+  echo "running: $bench --rules=$2 $flags $args" >&2
+  # shellcheck disable=SC2086  # flags and args are lists of flags
+  "$bench" --rules="$2" $flags $args --benchmark_report_aggregates_only=true \
+    --benchmark_format=csv >"$out/$name.csv" 2>"$out/$name.log" || {
+    cat "$out/$name.log" >&2
+    echo "FAILED: $bench --rules=$2 $flags" >&2
     exit 1
   }
-  grep -E '^(verified|table)' "$out/$n.log" >&2 || true
-done
+  grep -E '^(verified|table)' "$out/$name.log" >&2 || true
+  echo "$1 $2" >>"$out/cases"
+}
 
-first=$1
-empty=$(median "$out/$first.csv" BM_PilotGetCollInfo)
-printf '\n%-8s %16s %14s %18s %10s\n' rules "pilot ns/call" "x empty call" "linear ns/call" speedup
-for n in "$@"; do
-  pilot=$(median "$out/$n.csv" BM_PilotGetCollInfo)
-  linear=$(median "$out/$n.csv" BM_LinearScan)
-  awk -v n="$n" -v p="$pilot" -v e="$empty" -v l="$linear" 'BEGIN {
-    printf "%-8s %16.2f %14.2f %18.2f %10.2f\n", n, p, p / e, l, l / p }'
-done
-echo "(median CPU time of the repetitions; 'x empty call' is relative to --rules=$first)"
+for n in "$@"; do run spread "$n"; done
+for n in $dense; do run dense "$n"; done
+
+printf '\n%-7s %6s %14s %12s %15s %10s\n' table rules "pilot ns/call" "x empty fn" "linear ns/call" speedup
+while read -r kind n; do
+  csv=$out/$kind-$n.csv
+  pilot=$(median "$csv" BM_PilotGetCollInfo)
+  empty=$(median "$csv" BM_EmptyFunction)
+  linear=$(median "$csv" BM_LinearScan)
+  awk -v k="$kind" -v n="$n" -v p="$pilot" -v e="$empty" -v l="$linear" 'BEGIN {
+    printf "%-7s %6s %14.2f %12.2f %15.2f %10.2f\n", k, n, p, p / e, l, l / p }'
+done <"$out/cases"
+echo "(median CPU time of the repetitions; 'x empty fn' divides by an empty function of the same"
+echo " signature called through a pointer over the same requests, in the same process)"

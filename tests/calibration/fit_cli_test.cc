@@ -105,16 +105,121 @@ TEST_F(FitCli, ASweepWithACrossoverGetsRulesThatBeatTheDefault) {
   const pilot::tuner::ParsedTable parsed = pilot::tuner::loadTableFile(table);
   EXPECT_TRUE(parsed.diagnostics.empty());
   ASSERT_EQ(parsed.table.rules.size(), 2u);
+  // The expected table. Cliff-safe edges: LL128 is 20% slower than the default's Simple at 1M
+  // and Tree 5x slower at 2M, so the bands end and start at the last and first winning sizes
+  // (not at the midpoints 704K and 2816K). expect= holds the measured times inside each band,
+  // nccl= the version the runs report.
   EXPECT_EQ(pilot::tuner::formatRule(parsed.table.rules[0]),
-            "allreduce size=88K..704K proto=ll128 nodes=2 ranks=16");
+            "allreduce size=88K..512K proto=ll128 nodes=2 ranks=16 nccl=2.28 "
+            "expect=128K:27.8|256K:36.44|512K:55.06");
   EXPECT_EQ(pilot::tuner::formatRule(parsed.table.rules[1]),
-            "allreduce size=2816K.. algo=tree nodes=2 ranks=16");
+            "allreduce size=4M.. algo=tree nodes=2 ranks=16 nccl=2.28 "
+            "expect=4M:177.73|8M:330.82|16M:669.16|32M:1298.88|64M:2632.65|128M:5152.78|"
+            "256M:10143.27|512M:20265.33|1G:40737.55");
+  const std::string text = slurp(table);
+  EXPECT_NE(text.find("#   evidence: noise measured: the default ran 3 times"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("edge at the measured size below (the neighbour loses beyond the bar)"),
+            std::string::npos);
   const auto j = nlohmann::json::parse(slurp(json));
   const auto& e = j["evaluation"];
   EXPECT_TRUE(e["meets_criterion"].get<bool>());
   EXPECT_NEAR(e["oracle_fraction"].get<double>(), 0.9941, 0.0005);
   EXPECT_NEAR(e["default_oracle_fraction"].get<double>(), 0.8807, 0.0005);
   EXPECT_EQ(e["slower_sizes"], 0);
+}
+
+TEST_F(FitCli, EvaluateAndHoldoutScoreATableOnAnotherSweep) {
+  // The table fitted on the repeated sweep, scored on a single-run sweep of the same truth.
+  const std::string single =
+      std::string(PILOT_SOURCE_DIR) + "/tests/calibration/data/synthetic-2n-allreduce-single.txt";
+  const std::vector<std::string> synthetic = {
+      "--label", "iteration_*=default",          "--label", "proto_simple*=NCCL_PROTO=Simple",
+      "--label", "proto_ll128=NCCL_PROTO=LL128", "--label", "algo_tree=NCCL_ALGO=Tree"};
+  const std::string table = path("fitted.table"), json = path("fit.json");
+  std::vector<std::string> args = {"fit",       kSynthetic, "-o",     table,
+                                   "--holdout", single,     "--json", json};
+  args.insert(args.end(), synthetic.begin(), synthetic.end());
+  ASSERT_EQ(run(args), 0) << err_;
+  EXPECT_NE(out_.find("in-sample    held-out"), std::string::npos) << out_;
+  const auto fitted = nlohmann::json::parse(slurp(json));
+  const auto& held = fitted["holdout"]["held_out"];
+  EXPECT_EQ(held["sizes_scored"], 28);
+  EXPECT_EQ(held["slower_sizes"], 0);
+  EXPECT_GT(held["gap_captured"].get<double>(), 0.9);
+  EXPECT_GT(fitted["holdout"]["in_sample"]["gap_captured"].get<double>(), 0.9);
+
+  const std::string scores = path("scores.json");
+  args = {"evaluate", "--table", table, single, "--json", scores};
+  args.insert(args.end(), synthetic.begin(), synthetic.end());
+  ASSERT_EQ(run(args), 0) << err_;
+  EXPECT_NE(out_.find("share of the default-to-fastest gap captured: "), std::string::npos) << out_;
+  EXPECT_NE(out_.find("sizes slower than the default beyond noise: 0"), std::string::npos);
+  const auto j = nlohmann::json::parse(slurp(scores));
+  EXPECT_EQ(j["sizes"].size(), 28u);
+  EXPECT_DOUBLE_EQ(j["gap_captured"].get<double>(), held["gap_captured"].get<double>());
+  for (const auto& s : j["sizes"]) {
+    if (s["size"] == 4194304) {
+      EXPECT_EQ(s["chosen"], "algo_tree");
+      EXPECT_EQ(s["rule_line"].is_number(), true);
+    }
+    if (s["size"] == 2097152) {
+      EXPECT_EQ(s["chosen"], "default");  // beside the cliff
+    }
+  }
+
+  const std::string html = path("held.html");
+  args = {"report", kSynthetic, "--holdout", single, "-o", html};
+  args.insert(args.end(), synthetic.begin(), synthetic.end());
+  ASSERT_EQ(run(args), 0) << err_;
+  EXPECT_NE(slurp(html).find("Held-out scores"), std::string::npos);
+  EXPECT_NE(out_.find("held-out"), std::string::npos) << out_;
+
+  // Usage: evaluate needs a table; --holdout scores a written table; keys are checked.
+  EXPECT_EQ(run({"evaluate", single}), 2);
+  EXPECT_EQ(run({"fit", kSynthetic, "--evaluate", "--holdout", single}), 2);
+  EXPECT_NE(err_.find("--holdout"), std::string::npos) << err_;
+  EXPECT_EQ(run({"fit", kSynthetic, "-o", path("k.table"), "--nccl", "2.x"}), 2);
+  EXPECT_NE(err_.find("--nccl 2.x"), std::string::npos) << err_;
+  EXPECT_EQ(run({"evaluate", "--table", path("missing.table"), single}), 1);
+}
+
+TEST_F(FitCli, KeysComeFromTheLogsAndFlagsOverride) {
+  const std::string single =
+      std::string(PILOT_SOURCE_DIR) + "/tests/calibration/data/synthetic-2n-allreduce-single.txt";
+  const std::string logs = path("logs.table"), flags = path("flags.table");
+  std::vector<std::string> args = {"fit",     single,
+                                   "-o",      logs,
+                                   "--label", "iteration_*=default",
+                                   "--label", "proto_ll128=NCCL_PROTO=LL128",
+                                   "--label", "algo_tree=NCCL_ALGO=Tree",
+                                   "--label", "proto_simple=NCCL_PROTO=Simple"};
+  ASSERT_EQ(run(args), 0) << err_;
+  // fit's output says what the rules rest on and which keys they carry.
+  EXPECT_NE(out_.find("  evidence: noise estimated: the default ran 1 time(s)"), std::string::npos)
+      << out_;
+  EXPECT_NE(out_.find("  keys: nccl=2.28 (the runs report NCCL 2.28.3); fabric=ib (NCCL logged "
+                      "'Using network IB')"),
+            std::string::npos)
+      << out_;
+  pilot::tuner::ParsedTable parsed = pilot::tuner::loadTableFile(logs);
+  ASSERT_FALSE(parsed.table.rules.empty());
+  // The file logs NCCL 2.28.3 and "Using network IB" over devices with an IB link layer.
+  for (const auto& r : parsed.table.rules) {
+    const std::string line = pilot::tuner::formatRule(r);
+    EXPECT_NE(line.find(" fabric=ib nccl=2.28 "), std::string::npos) << line;
+  }
+  args[3] = flags;
+  args.insert(args.end(), {"--nccl", "2.28-2.29", "--fabric", "any"});
+  ASSERT_EQ(run(args), 0) << err_;
+  parsed = pilot::tuner::loadTableFile(flags);
+  ASSERT_FALSE(parsed.table.rules.empty());
+  for (const auto& r : parsed.table.rules) {
+    const std::string line = pilot::tuner::formatRule(r);
+    EXPECT_EQ(line.find("fabric="), std::string::npos) << line;
+    EXPECT_NE(line.find(" nccl=2.28-2.29 "), std::string::npos) << line;
+  }
+  EXPECT_NE(slurp(flags).find("no fabric= key (--fabric any)"), std::string::npos);
 }
 
 TEST_F(FitCli, ReportWritesAPageAndASummary) {

@@ -110,7 +110,7 @@ TEST(FitInputs, MixedCollectivesAndSetupsAreNeverPooled) {
   EXPECT_TRUE(warned);
 }
 
-TEST(FitInputs, TooFewDefaultRepeatsWriteNoRules) {
+TEST(FitInputs, TooFewDefaultRepeatsEstimateTheNoise) {
   SweepSpec spec;
   Noise noise(3);
   Dataset data;
@@ -120,14 +120,25 @@ TEST(FitInputs, TooFewDefaultRepeatsWriteNoRules) {
     data.runs.push_back(
         makeRun(spec, configOf("ll", "", "LL"), alphaBeta(5, 5), noise, flatNoise(0.01), r));
   }
+  // One default run: its noise is not measured but estimated from the data, and LL's large
+  // latency gain (gone at large sizes, where both are bandwidth) still beats the bigger bar.
   FitResult r = fit(data, FitOptions{});
-  EXPECT_TRUE(r.rules.empty());
   ASSERT_EQ(r.shapes.size(), 1u);
-  EXPECT_NE(r.shapes[0].note.find("--min-repeats"), std::string::npos) << r.shapes[0].note;
-  // The user may accept a single default run.
+  EXPECT_EQ(r.shapes[0].evidence.kind, EvidenceKind::Estimated);
+  EXPECT_NE(r.shapes[0].evidence.summary.find("--min-repeats 2"), std::string::npos)
+      << r.shapes[0].evidence.summary;
+  ASSERT_EQ(r.rules.size(), 1u);
+  EXPECT_EQ(r.rules[0].rule.protocols, tuner::bit(tuner::Protocol::LL));
+  for (const Decision& d : r.decisions) {
+    if (d.chosen != kDefaultChoice) {
+      EXPECT_GT(d.gain, 2 * kDefaultMargin);
+    }
+  }
+  // The user may accept a single default run at face value: the margin alone is the bar.
   FitOptions once;
   once.minRepeats = 1;
   r = fit(data, once);
+  EXPECT_EQ(r.shapes[0].evidence.kind, EvidenceKind::Repeats);
   EXPECT_EQ(r.rules.size(), 1u);
 }
 

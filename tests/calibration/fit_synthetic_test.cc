@@ -112,19 +112,29 @@ TEST(FitSynthetic, NeverChoosesAConfigurationSlowerThanTheDefault) {
   EXPECT_GT(chosenSizes, 50);  // the real gains are still found
 }
 
-TEST(FitSynthetic, NoiseAloneWritesNoRules) {
+TEST(FitSynthetic, NoiseAloneRarelyWritesARule) {
+  // docs/calibration.md's table: with three repeats (or single runs, the noise estimated) a
+  // sweep of identical configurations gets a rule in well under 1% (3%) of seeds at +-10%; at
+  // +-2% never. Such a rule picks a configuration as fast as the default: it costs nothing.
   const Truth same = kDefault;
-  for (double amplitude : {0.02, 0.10}) {
-    int rules = 0;
-    for (uint32_t seed = 1; seed <= 100; ++seed) {
-      std::vector<Arm> arms = {{configOf("default", "", ""), same, 3},
-                               {configOf("ll", "", "LL"), same, 3},
-                               {configOf("ring", "Ring", ""), same, 3},
-                               {configOf("once", "Tree", ""), same, 1}};
-      FitResult r = fit(sweep(SweepSpec{}, arms, seed, flatNoise(amplitude)), FitOptions{});
-      rules += static_cast<int>(r.rules.size());
+  for (int repeats : {3, 1}) {
+    for (double amplitude : {0.02, 0.10}) {
+      int withRules = 0;
+      for (uint32_t seed = 1; seed <= 300; ++seed) {
+        std::vector<Arm> arms = {{configOf("default", "", ""), same, repeats},
+                                 {configOf("ll", "", "LL"), same, repeats},
+                                 {configOf("ring", "Ring", ""), same, repeats},
+                                 {configOf("once", "Tree", ""), same, 1}};
+        FitResult r = fit(sweep(SweepSpec{}, arms, seed, flatNoise(amplitude)), FitOptions{});
+        withRules += !r.rules.empty();
+      }
+      SCOPED_TRACE(std::to_string(repeats) + " repeat(s), noise " + std::to_string(amplitude));
+      if (amplitude < 0.05) {
+        EXPECT_EQ(withRules, 0);
+      } else {
+        EXPECT_LE(withRules, repeats == 3 ? 3 : 9);
+      }
     }
-    EXPECT_EQ(rules, 0) << "noise amplitude " << amplitude;
   }
 }
 

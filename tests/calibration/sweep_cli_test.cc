@@ -70,6 +70,8 @@ TEST(SweepCli, PlanInterruptResumeShow) {
                     "default,NCCL_PROTO=LL",
                     "--repeats",
                     "2",
+                    "--default-repeats",
+                    "2",
                     "--gpus-per-node",
                     "2",
                     "--min",
@@ -84,6 +86,9 @@ TEST(SweepCli, PlanInterruptResumeShow) {
             0)
       << err;
   EXPECT_NE(out.find("planned 4 runs"), std::string::npos) << out;
+  EXPECT_NE(out.find("the default x2, forced x2"), std::string::npos) << out;
+  // Fewer default repeats than the budget: the plan says what that costs.
+  EXPECT_NE(out.find("evidence: the default runs 2 times"), std::string::npos) << out;
   EXPECT_NE(out.find("with -J"), std::string::npos) << out;
 
   // The second run (default r0, then LL r0) hangs; Ctrl-C while it runs.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "pilot/calibration/labels.h"
 #include "pilot/calibration/sweep_plan.h"
@@ -99,7 +100,7 @@ TEST(SweepPlan, LocalCommand) {
   o.gpusPerNode = 4;
   o.collectives = {"allreduce"};
   o.configs = {*parseConfigSpec("default")};
-  o.repeats = 1;
+  o.repeats = o.defaultRepeats = 1;
   o.maxBytes = 1 << 20;
   auto plan = makePlan(o);
   ASSERT_TRUE(plan.ok()) << plan.error();
@@ -183,6 +184,52 @@ TEST(SweepPlan, WritePlanFiles) {
             std::filesystem::perms::none);
   EXPECT_FALSE(writePlan(*plan, out, false).ok());  // a plan is never replaced by accident
   EXPECT_TRUE(writePlan(*plan, out, true).ok());
+}
+
+TEST(SweepPlan, TheDefaultBudgetMeasuresTheNoise) {
+  // By default the default runs 3 times and each forced configuration twice.
+  PlanOptions o;
+  o.gpusPerNode = 4;
+  o.collectives = {"allreduce"};
+  o.configs = *parseConfigList("default,NCCL_ALGO=Ring,NCCL_PROTO=LL");
+  auto plan = makePlan(o);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  std::map<std::string, int> runs;
+  for (const PlannedRun& r : plan->runs) ++runs[r.config.label];
+  EXPECT_EQ(runs, (std::map<std::string, int>{{"default", 3}, {"ring", 2}, {"ll", 2}}));
+  EXPECT_EQ(plan->runs.back().id, "0007-allreduce-n1-default-r2");  // repeats still outermost
+  EXPECT_TRUE(budgetNotes(o).empty());
+  // The manifest keeps both counts; an older one without default_repeats ran the default as
+  // often as the rest.
+  std::string text = formatManifest(*plan);
+  auto back = parseManifest(text);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->options.defaultRepeats, 3);
+  EXPECT_EQ(back->options.repeats, 2);
+  text.erase(text.find("  \"default_repeats\": 3,\n"),
+             std::string("  \"default_repeats\": 3,\n").size());
+  back = parseManifest(text);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->options.defaultRepeats, 2);
+}
+
+TEST(SweepPlan, ASmallerBudgetSaysWhatItCosts) {
+  PlanOptions o;
+  o.defaultRepeats = 1;
+  o.repeats = 1;
+  std::vector<std::string> notes = budgetNotes(o);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("estimates it from the data"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("3 adjacent winning sizes"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[1].find("forced configurations run once"), std::string::npos) << notes[1];
+  o.defaultRepeats = 2;
+  o.repeats = 2;
+  notes = budgetNotes(o);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("about 4% of sweeps"), std::string::npos) << notes[0];
+  o.defaultRepeats = 0;
+  o.gpusPerNode = 4;
+  EXPECT_FALSE(makePlan(o).ok());
 }
 
 TEST(SweepPlan, ShellQuoting) {

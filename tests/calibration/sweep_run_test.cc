@@ -45,7 +45,7 @@ PlanOptions smallPlan() {
   PlanOptions o;
   o.collectives = {"allreduce", "allgather"};
   o.configs = *parseConfigList("default,NCCL_ALGO=Ring,NCCL_PROTO=LL128");
-  o.repeats = 2;
+  o.repeats = o.defaultRepeats = 2;
   o.gpusPerNode = 4;
   o.minBytes = 8;
   o.maxBytes = 1 << 20;
@@ -213,7 +213,7 @@ TEST(SweepRun, WrongResultsWithExitZeroFail) {
   PlanOptions o = smallPlan();
   o.collectives = {"allreduce"};
   o.configs = {*parseConfigSpec("default")};
-  o.repeats = 1;
+  o.repeats = o.defaultRepeats = 1;
   const std::string plan = writeSmallPlan(dir, o);
   ScopedEnv wrong("FAKE_NCCL_TESTS_WRONG", "1");
   EXPECT_EQ(run(plan).failed, 1);
@@ -228,7 +228,7 @@ TEST(SweepRun, ForcedAlgorithmNcclLacksFails) {
   o.collectives = {"allgather"};
   // A list (not one name) passes the plan's check; NCCL (here the fake) refuses it.
   o.configs = {*parseConfigSpec("NCCL_ALGO=Tree,CollnetChain")};
-  o.repeats = 1;
+  o.repeats = o.defaultRepeats = 1;
   const std::string plan = writeSmallPlan(dir, o);
   EXPECT_EQ(run(plan).failed, 1);
   const RunRecord r = readState(plan)->runs.begin()->second;
@@ -239,7 +239,7 @@ TEST(SweepRun, WithoutJsonSupportTheLogsAreUsed) {
   test::ScratchDir dir;
   ScopedEnv noJson("FAKE_NCCL_TESTS_NO_JSON", "1");
   PlanOptions o = smallPlan();
-  o.repeats = 1;
+  o.repeats = o.defaultRepeats = 1;
   const std::string plan = writeSmallPlan(dir, o);
   EXPECT_FALSE(readPlan(plan)->options.jsonOutput);
   EXPECT_EQ(run(plan).done, 6);
@@ -257,7 +257,7 @@ TEST(SweepRun, StaleJsonIsRemovedBeforeARun) {
   PlanOptions o = smallPlan();
   o.collectives = {"allreduce"};
   o.configs = {*parseConfigSpec("default")};
-  o.repeats = 1;
+  o.repeats = o.defaultRepeats = 1;
   const std::string plan = writeSmallPlan(dir, o);
   const PlannedRun first = readPlan(plan)->runs[0];
   // Left from an earlier attempt: nccl-tests would write PATH.1 beside it and leave it be.
@@ -275,7 +275,7 @@ TEST(SweepRun, TimeoutStopsAHungRun) {
   PlanOptions o = smallPlan();
   o.collectives = {"allreduce"};
   o.configs = *parseConfigList("default,NCCL_ALGO=Ring");
-  o.repeats = 1;
+  o.repeats = o.defaultRepeats = 1;
   const std::string plan = writeSmallPlan(dir, o);
   ScopedEnv hang("FAKE_NCCL_TESTS_HANG_IF", "NCCL_ALGO=Ring");
   RunOptions opts;
@@ -299,7 +299,7 @@ TEST(SweepRun, SrunAndMpirunCommandsThroughFakeLaunchers) {
     o.launcher = launcher;
     o.collectives = {"allreduce"};
     o.configs = *parseConfigList("default,NCCL_PROTO=LL");
-    o.repeats = 1;
+    o.repeats = o.defaultRepeats = 1;
     o.nodes = {1, 2};
     o.gpusPerNode = 2;
     const std::string plan = writeSmallPlan(dir, o);

@@ -45,6 +45,25 @@ bool shapeMatches(const Rule& r, const CommShape& s) {
   return r.ranksPerNode.any() || (s.ranksPerNode && r.ranksPerNode.contains(*s.ranksPerNode));
 }
 
+bool sameExpected(const Rule& a, const Rule& b) {
+  if (a.expected.size() != b.expected.size()) return false;
+  for (size_t i = 0; i < a.expected.size(); ++i) {
+    if (a.expected[i].bytes != b.expected[i].bytes ||
+        a.expected[i].microseconds != b.expected[i].microseconds) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Written independently of tuner/process_facts.cc, from docs/tuning-table.md.
+bool factsMatch(const Rule& r, const ProcessFacts& f) {
+  if (r.fabrics != 0 && (!f.fabric || !(r.fabrics & (1u << static_cast<int>(*f.fabric))))) {
+    return false;
+  }
+  return r.ncclVersions.any() || (r.ncclVersions.lo <= f.nccl.lo && f.nccl.hi <= r.ncclVersions.hi);
+}
+
 }  // namespace
 
 bool sameFields(const Rule& a, const Rule& b) {
@@ -53,7 +72,8 @@ bool sameFields(const Rule& a, const Rule& b) {
          sameRange(a.ranks, b.ranks) && sameRange(a.ranksPerNode, b.ranksPerNode) &&
          sameRange(a.pipeOps, b.pipeOps) && a.regBuff == b.regBuff &&
          a.algorithms == b.algorithms && a.protocols == b.protocols && a.channels == b.channels &&
-         a.chunkBytes == b.chunkBytes;
+         a.chunkBytes == b.chunkBytes && a.fabrics == b.fabrics &&
+         sameRange(a.ncclVersions, b.ncclVersions) && sameExpected(a, b);
 }
 
 std::vector<uint64_t> probeSizes(const CompiledTable& table, Collective coll) {
@@ -72,10 +92,10 @@ bool visitVerdict(const Rule& r) {
   return alwaysApplies || (r.line * 2654435761u) % 3 != 0;
 }
 
-const Rule* referenceMatch(const TuningTable& table, const CommShape& shape, Collective coll,
-                           uint64_t nBytes) {
+const Rule* referenceMatch(const TuningTable& table, const CommShape& shape,
+                           const ProcessFacts& facts, Collective coll, uint64_t nBytes) {
   for (const Rule& r : table.rules) {
-    if (!shapeMatches(r, shape) || !(r.collectives & bit(coll))) continue;
+    if (!shapeMatches(r, shape) || !factsMatch(r, facts) || !(r.collectives & bit(coll))) continue;
     if (sizeMatches(r, coll, shape.nRanks, nBytes) && visitVerdict(r)) return &r;
   }
   return nullptr;

@@ -19,7 +19,7 @@ using pilot::tuner::Rule;
 using pilot::tuner::TunerContext;
 using pilot::tuner::TuningTable;
 
-/// Every field but the source line.
+/// Every field but the source line (the expected times exactly: formatDecimal round-trips).
 bool sameFields(const Rule& a, const Rule& b);
 
 /// 0, 1, small and huge sizes, and each boundary of `coll`'s lane with its neighbours (capped).
@@ -30,9 +30,11 @@ std::vector<uint64_t> probeSizes(const CompiledTable& table, Collective coll);
 /// what TunerContext's visitors always accept) to drop the candidates behind them.
 bool visitVerdict(const Rule& r);
 
-/// The first rule of `table`, in file order, matching the shape, collective and NCCL nBytes
-/// (per-rank sizes scaled by nRanks) for which visitVerdict says yes.
-const Rule* referenceMatch(const TuningTable& table, const CommShape& shape, Collective coll,
+/// The first rule of `table`, in file order, matching the shape, the facts (a fabric= key names
+/// the fabric, an nccl= range holds all of facts.nccl), collective and NCCL nBytes (per-rank
+/// sizes scaled by nRanks) for which visitVerdict says yes.
+const Rule* referenceMatch(const TuningTable& table, const CommShape& shape,
+                           const pilot::tuner::ProcessFacts& facts, Collective coll,
                            uint64_t nBytes);
 
 /// getCollInfo on a guarded cost table: IGNORE cells stay IGNORE, others keep their value or

@@ -2,8 +2,9 @@
 //  1. parseTable never crashes (ASan/UBSan watch);
 //  2. every parsed rule round-trips: formatRule -> parseTable gives one rule, no diagnostic,
 //     equal fields;
-//  3. for several communicator shapes, CompiledTable::firstMatch agrees with a plain
-//     first-match scan of the parsed rules (a differential check of the interval index);
+//  3. for several communicator shapes and process facts (fabric, NCCL version),
+//     CompiledTable::firstMatch agrees with a plain first-match scan of the parsed rules (a
+//     differential check of the interval index and of the fabric=/nccl= keys);
 //  4. TunerContext lookups through every entry point keep NCCL's invariants on a cost table.
 // Any violation aborts with the details on stderr.
 #include <cstdio>
@@ -42,13 +43,14 @@ void checkRoundTrip(const TuningTable& table) {
   }
 }
 
-void checkIndex(const TuningTable& table, const CompiledTable& compiled, const CommShape& shape) {
+void checkIndex(const TuningTable& table, const CompiledTable& compiled, const CommShape& shape,
+                const ProcessFacts& facts) {
   for (int c = 0; c < kNumCollectives; ++c) {
     const auto coll = static_cast<Collective>(c);
     for (uint64_t size : fuzz::probeSizes(compiled, coll)) {
       auto visit = [](const Rule& r) { return fuzz::visitVerdict(r); };
       const Rule* got = compiled.firstMatch(coll, size, visit);
-      const Rule* want = fuzz::referenceMatch(table, shape, coll, size);
+      const Rule* want = fuzz::referenceMatch(table, shape, facts, coll, size);
       const int gotLine = got ? got->line : 0, wantLine = want ? want->line : 0;
       if (gotLine != wantLine) {
         die("index disagrees with a linear scan: " + std::string(collectiveName(coll)) + " " +
@@ -84,10 +86,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint64_t kHuge = std::numeric_limits<uint64_t>::max() / 3;
   const CommShape shapes[] = {CommShape::from(16, 2), CommShape::from(8, 1), CommShape::from(7, 3),
                               CommShape::from(1, 1), CommShape::from(kHuge, 4)};
+  // Facts the fabric= and nccl= keys are matched with: none known, one exact version, and the
+  // releases a tuner ABI implies.
+  ProcessFacts facts[3];
+  facts[1].fabric = Fabric::InfiniBand;
+  facts[1].nccl = Range::exactly(ncclVersionCode(2, 28, 9));
+  facts[2].fabric = Fabric::RoCE;
+  facts[2].nccl = ncclVersionsOfTunerAbi(6);
+  int i = 0;
   for (const CommShape& shape : shapes) {
+    const ProcessFacts& f = facts[i++ % 3];
     auto compiled =
-        std::make_shared<const CompiledTable>(CompiledTable::compile(parsed.table, shape));
-    checkIndex(parsed.table, *compiled, shape);
+        std::make_shared<const CompiledTable>(CompiledTable::compile(parsed.table, shape, f));
+    checkIndex(parsed.table, *compiled, shape, f);
     checkContext(compiled, /*trace=*/size % 2 == 1);
   }
   return 0;

@@ -15,10 +15,12 @@ import re
 import sys
 from xml.etree import ElementTree
 
+import metrics_check
+
 COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 NCCL_FUNC = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter"}
-PLUGIN_PHASES = ("pilot", "tuned", "topo-only")  # phases that load our libraries
-TABLE_PHASES = ("tuned", "topo-only")  # phases whose tuner has the validation table
+PLUGIN_PHASES = ("pilot", "tuned", "topo-only", "metrics")  # phases that load our libraries
+TABLE_PHASES = ("tuned", "topo-only", "metrics")  # phases whose tuner has the validation table
 
 # NCCL's lines (2.28 wording; earlier releases print the same facts, see docs/validation.md).
 RE_NET_LOADED = re.compile(r"NET/Plugin: Loaded net plugin (\S+) \(v(\d+)\)")
@@ -38,9 +40,13 @@ PROTOS = ("ll", "ll128", "simple")
 RE_VIA_PILOT = re.compile(r"via NET/Pilot/")
 RE_WARN = re.compile(r"NCCL WARN (.*)")
 # Our own lines (plugin/logger_bridge.cc prefixes, net/src/*_comm.cc, topology/src/topo_file.cc).
-RE_OUR_WARN = re.compile(r"NCCL WARN ((?:NET|TUNER)/Pilot: .*)")
+RE_OUR_WARN = re.compile(r"NCCL WARN ((?:NET|TUNER|PROFILER)/Pilot: .*)")
 RE_OUR_TOPO = re.compile(r"NET/Pilot: NCCL_TOPO_FILE=(\S+) \(")
-RE_TABLE_LOADED = re.compile(r"TUNER/Pilot: loaded (\d+) rules from (\S+) \((\d+) lines skipped\)")
+RE_TABLE_LOADED = re.compile(  # the digest since the tuner logs it (older runs: none)
+    r"TUNER/Pilot: loaded (\d+) rules from (\S+) \((?:sha256 ([0-9a-f]+), )?(\d+) lines skipped\)")
+# What the tuner matched the table's fabric= and nccl= keys with (tuner/src/tuner_runtime.cc).
+RE_FACTS = re.compile(r"TUNER/Pilot: matching fabric (\w+) \((.*?)\), NCCL (.+?) \((.*)\): "
+                      r"fabric= on")
 RE_CLOSED = re.compile(
     r"NET/Pilot: (send to|receive from) (\S+) closed: (\d+) messages, (\d+) bytes over (\d+)")
 RE_TOPO_ONLY = re.compile(r"NET/Pilot: topology-only mode")
@@ -192,7 +198,7 @@ def check_hosts(report, phase):
 
 def check_network(report, phase):
     using = [m[0] if m else None for m in phase.all_logs(RE_USING_NET)]
-    if phase.name in ("pilot", "tuned"):
+    if phase.name in ("pilot", "tuned", "metrics"):
         loaded = [m[0] if m else None for m in phase.all_logs(RE_NET_LOADED)]
         ok = all(u == "Pilot" for u in using) and all(l and l[0] == "Pilot" for l in loaded)
         versions = sorted({f"v{l[1]}" for l in loaded if l})
@@ -246,7 +252,8 @@ def check_transport(report, phase):
     report.add(phase.name, "transport", not problems, "; ".join(parts))
 
 
-def check_tuner(report, phase, table_rules):
+def check_tuner(report, phase, table_rules, table_sha256):
+    """table_sha256: the digest run.sh pinned (NCCL_PILOT_TUNER_TABLE_SHA256), or None."""
     loaded = [m[0] if m else None for m in phase.all_logs(RE_TUNER_LOADED)]
     ok = all(l and l[0] == "Pilot" for l in loaded)
     versions = sorted({f"v{l[1]}" for l in loaded if l and l[1]})
@@ -255,11 +262,39 @@ def check_tuner(report, phase, table_rules):
                 if ok else f"tuner line per rank: {loaded}")
     if phase.name in TABLE_PHASES:
         tables = [m[0] if m else None for m in phase.all_logs(RE_TABLE_LOADED)]
-        good = all(t and int(t[0]) == table_rules and t[2] == "0" for t in tables)
+        good = all(t and int(t[0]) == table_rules and t[3] == "0" for t in tables)
+        # Every rank must decide alike: the same table (by digest) on every rank, the pinned one.
+        digests = {t[2] for t in tables if t}
+        logged = all(t and t[2] for t in tables)
+        same = len(digests) == 1 and (not table_sha256 or table_sha256 in digests)
+        good = good and (same or not logged)
         ok = ok and good
-        evidence += (f"; table loaded with {table_rules} rules, 0 lines skipped, on every rank"
-                     if good else f"; table line per rank: {tables} (want {table_rules} rules)")
+        digest = (f", sha256 {digests.pop()}" if logged and same else
+                  " (this build logs no table digest)" if not logged else "")
+        evidence += (f"; table loaded with {table_rules} rules, 0 lines skipped{digest}, on every "
+                     "rank" if good else
+                     f"; table line per rank: {tables} (want {table_rules} rules, 0 skipped, one "
+                     f"digest{f' = {table_sha256}' if table_sha256 else ''})")
     report.add(phase.name, "tuner", ok, evidence)
+
+
+def check_facts(report, phase, nccl_version):
+    """The fabric and NCCL version the tuner matched fabric=/nccl= keys with, on every rank: the
+    same fabric (NCCL_IB_DISABLE=1 makes it ethernet) and the running NCCL's own version, read
+    with ncclGetVersion (not inferred from the tuner ABI)."""
+    facts = [m[0] if m else None for m in phase.all_logs(RE_FACTS)]
+    if not any(facts):
+        report.add(phase.name, "facts", None, "this build's tuner logs no facts (recorded before "
+                   "it matched fabric= and nccl= keys)")
+        return
+    ok = all(f and f[0] == "ethernet" and f[2] == nccl_version and f[3].startswith("ncclGetVersion")
+             for f in facts)
+    evidence = (f"every rank matched fabric ethernet ({facts[0][1]}) and NCCL {nccl_version} "
+                f"({facts[0][3]})" if ok else
+                "; ".join(f"rank {r}: " + (f"fabric {f[0]}, NCCL {f[2]} ({f[3]})" if f else
+                                           "no facts line") for r, f in enumerate(facts))
+                + f" (want ethernet and {nccl_version} from ncclGetVersion)")
+    report.add(phase.name, "facts", ok, evidence)
 
 
 def check_decisions(report, phase, seen, sizes, expects, defaults):
@@ -342,8 +377,8 @@ def check_topology(report, phase):
 def check_warnings(report, phase):
     ours = [w for log in phase.logs for w in RE_OUR_WARN.findall(log)]
     others = [w for log in phase.logs for w in RE_WARN.findall(log)
-              if not w.startswith(("NET/Pilot", "TUNER/Pilot"))]
-    evidence = ("no WARN from NET/Pilot or TUNER/Pilot" if not ours else
+              if not w.startswith(("NET/Pilot", "TUNER/Pilot", "PROFILER/Pilot"))]
+    evidence = ("no WARN from NET/Pilot, TUNER/Pilot or PROFILER/Pilot" if not ours else
                 f"{len(ours)} WARN from us, first: {ours[0]}")
     if others:
         evidence += f"; {len(others)} WARN from NCCL itself, first: {others[0]}"
@@ -397,7 +432,9 @@ def main():
         check_network(report, phase)
         if name in PLUGIN_PHASES:
             check_transport(report, phase)
-            check_tuner(report, phase, table_rules)
+            check_tuner(report, phase, table_rules, run.get("table_sha256"))
+            if name in TABLE_PHASES:
+                check_facts(report, phase, run["nccl"])
         check_topology(report, phase)
         decisions = phase.decisions()
         entry = {"decisions": sorted(([c, s, sorted(d)] for (c, s), d in decisions.items()),
@@ -407,6 +444,9 @@ def main():
                                                  defaults)
         elif name in ("pilot", "baseline") and (not defaults or name == "pilot"):
             defaults = decisions
+        if name == "metrics":
+            metrics_check.check_profiler(report, phase)
+            metrics_check.check_metrics(report, phase, sizes, iters, expects)
         if name in PLUGIN_PHASES:
             check_warnings(report, phase)
         entry["ms_per_iter"] = {f"{op['coll']} {op['bytes']}": op.get("ms_per_iter")
@@ -416,6 +456,10 @@ def main():
     if timing:
         summary["timing"] = timing
         print(f"INFO {timing['note']}")
+    profiler_cost = metrics_check.profiler_cost(summary["phases"], run.get("gpus", 1))
+    if profiler_cost:
+        summary["profiler_cost"] = profiler_cost
+        print(f"INFO {profiler_cost['note']}")
     summary["checks"] = report.checks
     for status in ("PASS", "FAIL", "SKIP"):
         summary[{"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}[status]] = \

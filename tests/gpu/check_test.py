@@ -6,6 +6,7 @@ covering it fails. PILOT_BUILD names the build tree whose nccl-pilot computes th
 
 Usage: PILOT_BUILD=build python3 -m unittest tests/gpu/check_test.py
 """
+import json
 import os
 import pathlib
 import re
@@ -65,7 +66,8 @@ class CheckFailsOnBrokenEvidence(RecordedRunCase):
     def test_the_recorded_run_passes_untouched(self):
         failed, out = self.failures()
         self.assertEqual(failed, [])
-        self.assertIn("33 passed, 0 failed", out)
+        # Recorded before the tuner logged its facts: that check skips (tuned, topo-only).
+        self.assertIn("33 passed, 0 failed, 2 skipped", out)
 
     def test_a_decision_nccl_did_not_take_from_the_table(self):
         self.edit("tuned/rank0.nccl.log", r"AllReduce: 4194304 Bytes -> Algo RING proto LL",
@@ -158,6 +160,161 @@ class CheckFailsOnBrokenEvidence(RecordedRunCase):
         failed, _ = self.failures()
         self.assertEqual(failed, ["tuned tuner"])
 
+    def log_digests(self, digests):
+        """The loaded line as this build writes it, with digests[r] on rank r (both phases)."""
+        for phase in ("tuned", "topo-only"):
+            for r, digest in enumerate(digests):
+                self.edit(f"{phase}/rank{r}.nccl.log", r"\(0 lines skipped\)",
+                          f"(sha256 {digest}, 0 lines skipped)")
+
+    def test_every_rank_read_the_same_table(self):
+        self.log_digests(["0123456789abcdef"] * 4)
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        self.assertIn("0 lines skipped, sha256 0123456789abcdef, on every rank", out)
+
+    def test_a_rank_that_read_another_table(self):
+        self.log_digests(["0123456789abcdef"] * 3 + ["fedcba9876543210"])
+        failed, out = self.failures()
+        self.assertEqual(failed, ["topo-only tuner", "tuned tuner"])
+        self.assertIn("fedcba9876543210", out)
+
+    def test_a_table_other_than_the_pinned_one(self):
+        self.log_digests(["0123456789abcdef"] * 4)
+        self.edit("run.json", r'"nccl": "2.28.9",', '"nccl": "2.28.9", "table_sha256": "00000000deadbeef",')
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["topo-only tuner", "tuned tuner"])
+
+    def log_facts(self, versions):
+        """The tuner's facts line on rank r: fabric ethernet and NCCL versions[r] (a version, and
+        where it came from)."""
+        for phase in ("tuned", "topo-only"):
+            for r, (version, source) in enumerate(versions):
+                with open(self.dir / phase / f"rank{r}.nccl.log", "a", encoding="utf-8") as log:
+                    log.write(f"vm:1:1 [0] NCCL INFO TUNER/Pilot: matching fabric ethernet "
+                              f"(NCCL_IB_DISABLE=1: NCCL's IB transport is off), NCCL {version} "
+                              f"({source}): fabric= on 0 rules (0 hold), nccl= on 0 rules "
+                              "(0 hold)\n")
+
+    def test_the_tuner_read_the_running_nccl_on_every_rank(self):
+        self.log_facts([("2.28.9", "ncclGetVersion in /opt/libnccl.so.2 (the caller of init)")] * 4)
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        self.assertIn("every rank matched fabric ethernet (NCCL_IB_DISABLE=1", out)
+        self.assertIn("35 passed, 0 failed\n", out)  # the 2 facts checks pass, none skips
+
+    def test_a_rank_that_only_inferred_the_version(self):
+        good = ("2.28.9", "ncclGetVersion in the global scope")
+        self.log_facts([good, ("2.28.0-2.29.99", "no ncclGetVersion ...; tuner ABI v5 implies it"),
+                        good, good])
+        failed, out = self.failures()
+        self.assertEqual(failed, ["topo-only facts", "tuned facts"])
+        self.assertIn("rank 1: fabric ethernet, NCCL 2.28.0-2.29.99", out)
+
+
+RE_TUNING = re.compile(
+    r"NCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
+NCCL_NAMES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter"}
+
+
+def synthesize_metrics_phase(root):
+    """A "metrics" phase for these tests, built from the recorded "tuned" phase: NCCL's logs of
+    that phase plus the lines a profiler load adds, and the files our built profiler writes when
+    the fake NCCL (tests/profiler/replay.cc) replays each rank's collectives with NCCL's recorded
+    decisions and a kernel time of half the recorded wall time per iteration. Not a GPU recording:
+    it shows the checks pass on files the library really writes and fail on broken ones."""
+    run_json = root / "run.json"
+    run_info = json.loads(run_json.read_text(encoding="utf-8"))
+    ranks = run_info["ranks"]
+    shutil.copytree(root / "tuned", root / "metrics")
+    log0 = (root / "metrics" / "rank0.nccl.log").read_text(encoding="utf-8")
+    decisions = {}
+    for func, nbytes, algo, proto, lo, hi in RE_TUNING.findall(log0):
+        decisions.setdefault((func, int(nbytes)), (algo, proto, int(hi) - int(lo) + 1))
+    for rank in range(ranks):
+        with open(root / "metrics" / f"rank{rank}.nccl.log", "a", encoding="utf-8") as log:
+            log.write("h:1:1 [0] NCCL INFO PROFILER/Plugin: Loaded Pilot (v5)\n"
+                      "h:1:1 [0] NCCL INFO PROFILER/Pilot: measuring collectives (files in "
+                      "metrics, every 5 s)\n")
+        ops = json.loads((root / "metrics" / f"rank{rank}.json").read_text())["ops"]
+        lines = [f"comm 0x7e57 world {ranks} {ranks}"]
+        for op in ops:
+            func = NCCL_NAMES[op["coll"]]
+            per_rank = op["bytes"] if op["coll"] == "allreduce" else op["bytes"] // ranks
+            algo, proto, channels = decisions[(func, per_rank)]
+            us = op["ms_per_iter"] * 1000 / 2
+            lines.append(f"coll 0x7e57 {func} {per_rank // 4} ncclFloat32 {algo} {proto} "
+                         f"{channels} {op['iters']} {us}")
+        scenario = root / "metrics" / f"rank{rank}.scenario"
+        scenario.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        env = dict(os.environ, NCCL_PILOT_METRICS_DIR=str(root / "metrics" / "metrics"),
+                   NCCL_PILOT_TUNER_TABLE=str(root / "validation.table"))
+        done = subprocess.run([str(BUILD / "bin" / "pilot_profiler_replay"), "--module",
+                               str(BUILD / "lib" / "libnccl-profiler-pilot.so"), "--scenario",
+                               str(scenario), "--rank", str(rank), "--jitter", "0"],
+                              env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise AssertionError("replay failed: " + done.stdout + done.stderr)
+    run_info["phases"] += ",metrics"
+    run_json.write_text(json.dumps(run_info, indent=1), encoding="utf-8")
+
+
+class MetricsPhase(RecordedRunCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        synthesize_metrics_phase(cls.good)
+
+    def summary_of(self, rank):
+        for path in (self.dir / "metrics" / "metrics").glob("*.jsonl"):
+            if f'"kind":"communicator","comm":"0x7e57","comm_name":"world","rank":{rank},' in \
+                    path.read_text(encoding="utf-8"):
+                return path.relative_to(self.dir)
+        raise AssertionError(f"no summary of rank {rank}")
+
+    def test_the_metrics_phase_passes_on_files_the_library_wrote(self):
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        for check in ("profiler", "metrics-files", "metrics-count", "metrics-time",
+                      "metrics-rule"):
+            self.assertRegex(out, rf"PASS metrics +{check} ")
+        self.assertIn("all 72 (rank, collective, size) measured exactly 3 times", out)
+        self.assertIn("72 (rank, collective, size) decisions credited", out)
+
+    def test_nccl_did_not_load_our_profiler(self):
+        self.edit("metrics/rank1.nccl.log", r".*PROFILER/Plugin: Loaded Pilot.*\n", "")
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["metrics profiler"])
+
+    def test_a_collective_missing_from_a_summary(self):
+        self.edit(self.summary_of(2), r'\{"kind":"collective"[^\n]*"collective":"AllGather",'
+                  r'"message_size":"256-512B"[^\n]*\n', "")
+        failed, out = self.failures()
+        self.assertIn("metrics metrics-count", failed)
+        self.assertIn("rank 2 allgather 1024: 0 measured, 3 run", out)
+
+    def test_a_kernel_longer_than_its_iteration(self):
+        self.edit(self.summary_of(0), r'("collective":"ReduceScatter","message_size":"1-2MB"'
+                  r'[^\n]*"time_us":\{"sum":)[0-9.e+]+', r"\g<1>1e9", count=1)
+        failed, out = self.failures()
+        self.assertEqual(failed, ["metrics metrics-time"])
+        self.assertIn("rank 0 reducescatter 4194304: kernel", out)
+
+    def test_a_decision_not_credited_to_the_table(self):
+        self.edit(self.summary_of(3), r'"decision":"rule 2 \(line 8\)"', '"decision":"NCCL"',
+                  count=1)
+        failed, out = self.failures()
+        self.assertEqual(failed, ["metrics metrics-rule"])
+        self.assertIn("['NCCL'], table line ['(line 8)']", out)
+
+    def test_a_rank_that_wrote_no_files(self):
+        summary = self.dir / self.summary_of(1)
+        summary.with_suffix(".prom").unlink()
+        summary.unlink()
+        failed, _ = self.failures()
+        self.assertIn("metrics metrics-files", failed)
+        self.assertIn("metrics metrics-count", failed)
+
 
 class OlderNcclWording(RecordedRunCase):
     """NCCL 2.21-2.27 print the same facts in other words (read in their sources)."""
@@ -196,7 +353,7 @@ class OlderNcclWording(RecordedRunCase):
         failed, out = self.failures()
         self.assertEqual(failed, [])
         self.assertRegex(out, r"SKIP tuned +decisions +this NCCL \(2.21/2.22\)")
-        self.assertIn(", 1 skipped", out)
+        self.assertIn(", 3 skipped", out)
 
 
 class RecordedFailure(unittest.TestCase):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU validation with the real NCCL: several ranks as separate processes on one machine (one
 # GPU is enough), each with its own NCCL_HOSTID, so NCCL treats every rank as another host and
-# must move all data through the network plugin. Four phases, each a full sweep of all-reduce,
+# must move all data through the network plugin. Five phases, each a full sweep of all-reduce,
 # all-gather and reduce-scatter with exact result checks:
 #   baseline   NCCL's own Socket transport, no plugins: proves the NCCL_HOSTID setup works and
 #              records NCCL's default decisions
@@ -10,6 +10,8 @@
 #   tuned      the same with tests/gpu/validation.table, whose choices differ from NCCL's
 #   topo-only  NCCL_PILOT_TRANSPORT=none: NCCL uses its own Socket transport, still with our
 #              topology file and tuner
+#   metrics    tuned again with our profiler (NCCL_PROFILER_PLUGIN) measuring every collective
+#              into <phase>/metrics (NCCL_PILOT_METRICS_DIR)
 # then tests/gpu/check.py prints one PASS/FAIL line per check with its evidence and writes
 # summary.json. Everything lands in the output folder. docs/validation.md explains each check.
 #
@@ -21,9 +23,9 @@
 #   --dry-run  no GPU: copy a recorded run (logs and results of a real one) and check it with the
 #              expectations the built CLI computes now (what CI runs)
 # Defaults: --out gpu-validation --build build --ranks 4 --gpus 1 --sizes 1K,8K,64K,512K,4M,16M
-#           --iters 3 --phases baseline,pilot,tuned,topo-only --phase-timeout 60
-# Needs: the built libnccl-net-pilot.so, libnccl-tuner-pilot.so and nccl-pilot (BUILD/lib,
-# BUILD/bin); for a real run python3 with PyTorch and its NCCL, and a GPU.
+#           --iters 3 --phases baseline,pilot,tuned,topo-only,metrics --phase-timeout 60
+# Needs: the built libnccl-net-pilot.so, libnccl-tuner-pilot.so, libnccl-profiler-pilot.so and
+# nccl-pilot (BUILD/lib, BUILD/bin); for a real run python3 with PyTorch and its NCCL, and a GPU.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,7 +35,7 @@ ranks=4
 gpus=1
 sizes=1K,8K,64K,512K,4M,16M
 iters=3
-phases=baseline,pilot,tuned,topo-only
+phases=baseline,pilot,tuned,topo-only,metrics
 python=${PYTHON:-python3}
 phase_timeout=60
 dry_run=""
@@ -66,7 +68,7 @@ done
 [[ $iters =~ ^[0-9]+$ && $iters -ge 1 ]] || die "--iters takes a positive number"
 [[ $phase_timeout =~ ^[0-9]+$ && $phase_timeout -ge 10 ]] || die "--phase-timeout takes >= 10"
 for phase in ${phases//,/ }; do
-  case $phase in baseline | pilot | tuned | topo-only) ;; *) die "unknown phase '$phase'" ;; esac
+  case $phase in baseline | pilot | tuned | topo-only | metrics) ;; *) die "unknown phase '$phase'" ;; esac
 done
 
 # Nothing from the caller's environment may steer NCCL or our library in this run.
@@ -75,8 +77,9 @@ while IFS= read -r name; do unset "$name"; done < <(env | sed -n 's/^\(NCCL_[A-Z
 cli=$build/bin/nccl-pilot
 net_lib=$(realpath -m "$build/lib/libnccl-net-pilot.so")
 tuner_lib=$(realpath -m "$build/lib/libnccl-tuner-pilot.so")
+profiler_lib=$(realpath -m "$build/lib/libnccl-profiler-pilot.so")
 [[ -x $cli ]] || die "$cli not found (build first: cmake --preset release && cmake --build --preset release)"
-[[ -f $net_lib && -f $tuner_lib ]] || die "plugins not found under $build/lib"
+[[ -f $net_lib && -f $tuner_lib && -f $profiler_lib ]] || die "plugins not found under $build/lib"
 
 # "4K" -> 4096 (binary suffixes, as everywhere in nccl-pilot).
 to_bytes() {
@@ -122,9 +125,12 @@ else
     die "$python cannot import torch"
   clear_out
   cp "$here/validation.table" "$out/validation.table"
+  table_sha=$("$cli" explain --table "$out/validation.table" --digest) ||
+    die "nccl-pilot explain --digest failed"
   {
     echo "{"
     echo "  \"nccl\": \"$nccl_version\","
+    echo "  \"table_sha256\": \"$table_sha\","
     echo "  \"ranks\": $ranks,"
     echo "  \"gpus\": $gpus,"
     echo "  \"sizes\": [$byte_sizes],"
@@ -148,10 +154,11 @@ fi
 # The table is the run's own copy: a dry run checks a recorded run against the table it used.
 table=$out/validation.table
 [[ -f $table ]] || die "$table missing"
-nccl_minor=$(echo "$nccl_version" | cut -d. -f1,2)
+# The full version: a patch release can change the tuner ABI (2.32.3 loads v6, 2.32.6 v7). The
+# fabric is what NCCL_IB_DISABLE=1 (every phase) makes the tuner detect.
 for coll in allreduce allgather reducescatter; do
   "$cli" explain --table "$table" --coll "$coll" --nodes "$ranks" --ranks "$ranks" \
-    --nccl "$nccl_minor" --min 1 --max 16G --json >"$out/expect-$coll.json" ||
+    --nccl "$nccl_version" --fabric ethernet --min 1 --max 16G --json >"$out/expect-$coll.json" ||
     die "nccl-pilot explain failed for $coll"
 done
 
@@ -167,13 +174,20 @@ run_phase() { # PHASE
   baseline) mode=(NCCL_NET=Socket NCCL_NET_PLUGIN=none NCCL_TUNER_PLUGIN=none) ;;
   pilot) mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib") ;;
   tuned)
+    # The table's digest is pinned as a launcher would pin it: a rank reading another table
+    # would leave NCCL's choices (and WARN), which the checks would catch.
     mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
-      NCCL_PILOT_TUNER_TABLE="$table")
+      NCCL_PILOT_TUNER_TABLE="$table" NCCL_PILOT_TUNER_TABLE_SHA256="$table_sha")
     ;;
   topo-only)
     # NCCL_NET stays unset: NCCL 2.28+ skips a plugin's init when NCCL_NET names another.
     mode=(NCCL_PILOT_TRANSPORT=none NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
-      NCCL_PILOT_TUNER_TABLE="$table")
+      NCCL_PILOT_TUNER_TABLE="$table" NCCL_PILOT_TUNER_TABLE_SHA256="$table_sha")
+    ;;
+  metrics)
+    mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
+      NCCL_PILOT_TUNER_TABLE="$table" NCCL_PROFILER_PLUGIN="$profiler_lib"
+      NCCL_PILOT_METRICS_DIR="$dir/metrics" NCCL_PILOT_METRICS_INTERVAL_S=5)
     ;;
   esac
   mkdir -p "$dir"

@@ -5,7 +5,7 @@ set -eu
 root=$1
 clang_format=${2:-clang-format}
 cd "$root"
-files=$(find core tuner topology net calibration plugin tools tests \
+files=$(find core tuner topology net metrics calibration doctor plugin tools tests \
   \( -name '*.cc' -o -name '*.h' -o -name '*.c' \) -not -path '*/data/*' | sort)
 # shellcheck disable=SC2086  # the file list is whitespace-free by construction
 if ! "$clang_format" --dry-run -Werror $files; then

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "net_host.h"
+#include "pilot/version.h"
 
 namespace nethost {
 namespace {
@@ -92,6 +93,8 @@ TEST_P(EveryVersion, InitSucceedsReportsNoDeviceAndWritesTheTopologyFile) {
     EXPECT_EQ(xml.rfind(kTopoHeader, 0), 0u) << xml.substr(0, 200);
     EXPECT_EQ(countLogs(LogWarn, {}), 0) << dumpLogs();
     EXPECT_EQ(countLogs(LogInfo, {"NET/Pilot", "NCCL_TOPO_FILE=" + path}), 1) << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"NET/Pilot", std::string("nccl-pilot ") + pilot::kVersion}), 1)
+        << dumpLogs();
     finalizeLikeNccl(symbol, version, ctx);
   });
 }

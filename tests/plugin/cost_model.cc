@@ -39,9 +39,11 @@ bool supported(int algo, int coll, const Shape& s, const Platform& p) {
 
 const std::vector<Release>& allReleases() {
   static const std::vector<Release> kReleases = {
-      {"2.21", 2, 6, 3.6e9f},  {"2.22", 3, 6, 3.6e9f},  {"2.23", 3, 7, 3.6e9f},
-      {"2.24", 4, 7, 3.6e9f},  {"2.27", 4, 7, 3.6e9f},  {"2.28", 5, 7, 3.6e9f},
-      {"2.29", 5, 7, FLT_MAX}, {"2.30", 6, 7, FLT_MAX},
+      {"2.21", 2, 6, 3.6e9f, 22105},  {"2.22", 3, 6, 3.6e9f, 22203},
+      {"2.23", 3, 7, 3.6e9f, 22304},  {"2.24", 4, 7, 3.6e9f, 22403},
+      {"2.27", 4, 7, 3.6e9f, 22707},  {"2.28", 5, 7, 3.6e9f, 22809},
+      {"2.29", 5, 7, FLT_MAX, 22907}, {"2.30", 6, 7, FLT_MAX, 23007},
+      {"2.31", 6, 7, FLT_MAX, 23102}, {"2.32", 7, 7, FLT_MAX, 23206},
   };
   return kReleases;
 }
@@ -50,6 +52,14 @@ std::vector<Release> costTableReleases() {
   std::vector<Release> out;
   for (const Release& r : allReleases()) {
     if (r.abi >= 3) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<Release> chunkReleases() {
+  std::vector<Release> out;
+  for (const Release& r : allReleases()) {
+    if (r.abi >= 6) out.push_back(r);
   }
   return out;
 }

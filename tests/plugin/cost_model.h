@@ -22,13 +22,16 @@ struct Release {
   int abi;         ///< the tuner ABI it loads: the newest it knows (the plugin exports all)
   int numAlgo;     ///< NCCL_NUM_ALGORITHMS: 6 until 2.22 (no PAT), 7 from 2.23
   float startMin;  ///< topoGetAlgoInfo's first minimum: 3.6e9 in 2.22-2.28, FLT_MAX from 2.29
+  int version;     ///< what its ncclGetVersion reports (a release of that line)
 };
 
 /// 2.21 (v2), 2.22 (v3, 6 algorithms), 2.23 (v3), 2.24 and 2.27 (v4), 2.28 and 2.29 (v5),
-/// 2.30 (v6).
+/// 2.30 and 2.31 (v6), 2.32 (2.32.6, v7).
 const std::vector<Release>& allReleases();
 /// The releases that hand the tuner a cost table (2.22 and later).
 std::vector<Release> costTableReleases();
+/// The releases that ask the tuner for a chunk size (tuner ABI v6 and v7: 2.30 and later).
+std::vector<Release> chunkReleases();
 const Release& release(const std::string& name);
 
 struct Shape {

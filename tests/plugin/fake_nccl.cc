@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 
 namespace fake {
@@ -21,7 +22,15 @@ void fillPattern(void* p, size_t n) {
   for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<unsigned char>(0xA5 ^ (i * 31));
 }
 
+std::atomic<int> gNcclVersion{0};
+std::atomic<bool> gVersionPinned{false};
+
 }  // namespace
+
+void pinNcclVersion(int code) {
+  gNcclVersion = code;
+  gVersionPinned = true;
+}
 
 Module::Module(const char* path) {
   handle_ = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -35,6 +44,7 @@ Module::Module(const char* path) {
   v4 = symbol<ncclTuner_v4_t>(handle_, "ncclTunerPlugin_v4");
   v5 = symbol<ncclTuner_v5_t>(handle_, "ncclTunerPlugin_v5");
   v6 = symbol<ncclTuner_v6_t>(handle_, "ncclTunerPlugin_v6");
+  v7 = symbol<ncclTuner_v7_t>(handle_, "ncclTunerPlugin_v7");
 }
 
 void Module::unload() {
@@ -47,6 +57,7 @@ void Module::unload() {
   v4 = nullptr;
   v5 = nullptr;
   v6 = nullptr;
+  v7 = nullptr;
 }
 
 FakeComm::FakeComm(const Module& module, const Release& rel, Shape shape, ncclDebugLogger_t logger)
@@ -59,6 +70,10 @@ FakeComm::FakeComm(const Module& module, const Release& rel, Shape shape, ncclDe
   ncclTunerConstants_v5_t constants, pattern;
   fillPattern(&constants, sizeof(constants));
   std::memcpy(&pattern, &constants, sizeof(constants));
+  ncclTunerConstants_v7_t constants7, pattern7;
+  fillPattern(&constants7, sizeof(constants7));
+  std::memcpy(&pattern7, &constants7, sizeof(constants7));
+  if (!gVersionPinned) gNcclVersion = rel.version;
   switch (rel.abi) {
     case 2:
       initResult_ = module.v2->init(shape.nRanks, shape.nNodes, logger, &context_);
@@ -77,12 +92,18 @@ FakeComm::FakeComm(const Module& module, const Release& rel, Shape shape, ncclDe
       initResult_ =
           module.v6->init(&context_, kCommId, shape.nRanks, shape.nNodes, logger, &nvl, &constants);
       break;
+    case 7:
+      initResult_ = module.v7->init(&context_, kCommId, shape.nRanks, shape.nNodes, logger, &nvl,
+                                    &constants7);
+      break;
     default:
       ADD_FAILURE() << "no tuner ABI v" << rel.abi;
   }
   // The constants are NCCL's model inputs: a tuner that only reads a table must leave them be.
   EXPECT_EQ(std::memcmp(&constants, &pattern, sizeof(constants)), 0)
       << rel.name << ": init wrote to ncclTunerConstants_v5_t";
+  EXPECT_EQ(std::memcmp(&constants7, &pattern7, sizeof(constants7)), 0)
+      << rel.name << ": init wrote to ncclTunerConstants_v7_t";
   EXPECT_EQ(std::memcmp(&nvl, &nvlCopy, sizeof(nvl)), 0)
       << rel.name << ": init wrote nvlDomainInfo";
   if (initResult_ != ncclSuccess) {
@@ -108,6 +129,9 @@ FakeComm::~FakeComm() {
       break;
     case 6:
       r = module_.v6->finalize(context_);
+      break;
+    case 7:
+      r = module_.v7->finalize(context_);
       break;
   }
   EXPECT_EQ(r, ncclSuccess) << rel_.name << ": destroy/finalize";
@@ -170,6 +194,10 @@ Decision FakeComm::collInfo(const Call& call) const {
       r = module_.v6->getCollInfo(context_, coll, call.nBytes, call.numPipeOps, table, rel_.numAlgo,
                                   kNumProto, call.regBuff, &nChannels);
       break;
+    case 7:
+      r = module_.v7->getCollInfo(context_, coll, call.nBytes, call.numPipeOps, table, rel_.numAlgo,
+                                  kNumProto, call.regBuff, &nChannels);
+      break;
   }
   EXPECT_EQ(r, ncclSuccess) << rel_.name << " getCollInfo";
   for (int i = 0; i < kGuardCells; ++i) EXPECT_EQ(buffer[i], kGuard) << "wrote before the table";
@@ -198,12 +226,23 @@ Decision FakeComm::collInfo(const Call& call) const {
 
 size_t FakeComm::chunkSize(int coll, size_t nBytes, int algo, int proto, int nChannels,
                            size_t ncclChunk) const {
-  if (rel_.abi < 6 || module_.v6->getChunkSize == nullptr) return ncclChunk;
+  if (rel_.abi < 6) return ncclChunk;
+  const auto getChunkSize = rel_.abi == 6 ? module_.v6->getChunkSize : module_.v7->getChunkSize;
+  if (getChunkSize == nullptr) return ncclChunk;
   size_t chunk = ncclChunk;
-  const ncclResult_t r = module_.v6->getChunkSize(context_, static_cast<ncclFunc_t>(coll), nBytes,
-                                                  algo, proto, nChannels, &chunk);
+  const ncclResult_t r =
+      getChunkSize(context_, static_cast<ncclFunc_t>(coll), nBytes, algo, proto, nChannels, &chunk);
   EXPECT_EQ(r, ncclSuccess) << "getChunkSize";
   return chunk;
 }
 
 }  // namespace fake
+
+// NCCL's ncclResult_t ncclGetVersion(int* version), exported from the test binary (CMake:
+// --export-dynamic-symbol) the way libnccl exports it, so the plugin finds "the running NCCL".
+extern "C" __attribute__((visibility("default"))) int ncclGetVersion(int* version) {
+  const int code = fake::gNcclVersion;
+  if (version == nullptr || code == 0) return ncclInternalError;
+  *version = code;
+  return ncclSuccess;
+}

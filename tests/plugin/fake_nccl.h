@@ -30,6 +30,7 @@ class Module {
   const ncclTuner_v4_t* v4 = nullptr;
   const ncclTuner_v5_t* v5 = nullptr;
   const ncclTuner_v6_t* v6 = nullptr;
+  const ncclTuner_v7_t* v7 = nullptr;
 
  private:
   void* handle_ = nullptr;
@@ -76,7 +77,7 @@ class FakeComm {
   /// The model table rel_ would pass for `call`.
   CostTable model(const Call& call) const;
 
-  /// v6 only: NCCL's chunk size after the plugin's getChunkSize (unchanged below v6).
+  /// v6+: NCCL's chunk size after the plugin's getChunkSize (unchanged below v6).
   size_t chunkSize(int coll, size_t nBytes, int algo, int proto, int nChannels,
                    size_t ncclChunk) const;
 
@@ -92,5 +93,11 @@ class FakeComm {
 
 /// The comm ID NCCL passes to v5+ init (its commHash).
 constexpr uint64_t kCommId = 0x5eed1234abcd0001ull;
+
+/// This host exports ncclGetVersion (from the test binary, as libnccl exports it), reporting
+/// the version of the release each FakeComm acts as (set before its init). Pinned, it reports
+/// `code` whatever the release; 0 = it fails, as if there were none. For the current process
+/// (scenarios run in children).
+void pinNcclVersion(int code);
 
 }  // namespace fake

@@ -2,6 +2,7 @@
 // NVL-domain info and tuning constants (which a table-driven tuner must not edit).
 #include <cstring>
 
+#include "pilot/version.h"
 #include "test_support.h"
 
 namespace fake {
@@ -26,6 +27,20 @@ TEST(Init, BrokenTableWarnsThroughNcclLoggerAndInitSucceeds) {
     EXPECT_TRUE(logged(NCCL_LOG_WARN, {"TUNER/Pilot", table.path() + ":2:", "warp-drive"}))
         << dumpLogs();
     EXPECT_TRUE(logged(NCCL_LOG_INFO, {"TUNER/Pilot", "loaded 1 rules"})) << dumpLogs();
+  });
+}
+
+TEST(Init, LogsTheLibraryVersionOncePerProcess) {
+  inChild([] {
+    FAKE_LOAD(m, kTunerModule);
+    for (const Release& rel : allReleases()) {
+      FakeComm comm(m, rel, {16, 2});
+      ASSERT_EQ(comm.initResult(), ncclSuccess);
+    }
+    EXPECT_EQ(
+        countLogged(NCCL_LOG_INFO, {"TUNER/Pilot", std::string("nccl-pilot ") + pilot::kVersion}),
+        1)
+        << dumpLogs();
   });
 }
 
@@ -82,6 +97,15 @@ void expectConstantsUntouched(const Module& m) {
   EXPECT_EQ(std::memcmp(&constants, &pattern, sizeof(constants)), 0) << "v6 init";
   EXPECT_EQ(m.v6->finalize(ctx), ncclSuccess);
   EXPECT_EQ(std::memcmp(&constants, &pattern, sizeof(constants)), 0) << "finalize";
+  // v7's constants are larger (5 compute capabilities): all of it stays as NCCL wrote it.
+  ncclTunerConstants_v7_t constants7, pattern7;
+  bytes = reinterpret_cast<unsigned char*>(&constants7);
+  for (size_t i = 0; i < sizeof(constants7); ++i) bytes[i] = static_cast<unsigned char>(i * 5 + 1);
+  std::memcpy(&pattern7, &constants7, sizeof(constants7));
+  ctx = nullptr;
+  ASSERT_EQ(m.v7->init(&ctx, kCommId + 2, 16, 2, captureLog, &nvl, &constants7), ncclSuccess);
+  EXPECT_EQ(std::memcmp(&constants7, &pattern7, sizeof(constants7)), 0) << "v7 init";
+  EXPECT_EQ(m.v7->finalize(ctx), ncclSuccess);
   EXPECT_EQ(nvl.nNvlDomains, 2);
   EXPECT_EQ(nvl.minRanksPerNvlDomain, 8);
   EXPECT_EQ(nvl.maxRanksPerNvlDomain, 8);
@@ -89,6 +113,7 @@ void expectConstantsUntouched(const Module& m) {
 
 TEST(Init, TuningConstantsAreNeverWritten) {
   EXPECT_EQ(sizeof(ncclTunerConstants_v5_t), (21 + 63 + 5 * 12) * sizeof(double));
+  EXPECT_EQ(sizeof(ncclTunerConstants_v7_t), (21 + 63 + 5 * 15) * sizeof(double));
   inChild([] {
     TempTable table("allreduce algo=ring proto=ll channels=2 chunk=1M\n");
     setEnv("NCCL_PILOT_TUNER_TABLE", table.path());
@@ -116,6 +141,14 @@ TEST(Init, NullNvlDomainInfoAndConstantsAreAccepted) {
               ncclSuccess);
     EXPECT_EQ(cells[NCCL_ALGO_RING * 3 + NCCL_PROTO_LL], 0.0f);
     EXPECT_EQ(m.v6->finalize(ctx), ncclSuccess);
+    ctx = nullptr;
+    ASSERT_EQ(m.v7->init(&ctx, kCommId, 16, 2, captureLog, nullptr, nullptr), ncclSuccess);
+    for (float& c : cells) c = 5.0f;
+    ASSERT_EQ(m.v7->getCollInfo(ctx, ncclFuncAllReduce, 4096, 1, reinterpret_cast<float**>(cells),
+                                7, 3, 0, &nCh),
+              ncclSuccess);
+    EXPECT_EQ(cells[NCCL_ALGO_RING * 3 + NCCL_PROTO_LL], 0.0f);
+    EXPECT_EQ(m.v7->finalize(ctx), ncclSuccess);
   });
 }
 

@@ -32,7 +32,9 @@ void inChild(const std::function<void()>& body) {
 void resetEnv() {
   for (const char* name :
        {"NCCL_PILOT_TUNER_TABLE", "NCCL_TUNER_CONFIG_FILE", "NCCL_PILOT_TUNER_STRICT",
-        "NCCL_PILOT_TUNER", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS"}) {
+        "NCCL_PILOT_TUNER", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS",
+        "NCCL_PILOT_TUNER_TABLE_SHA256", "NCCL_PILOT_TUNER_FABRIC", "NCCL_PILOT_SYSFS_ROOT",
+        "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_NET"}) {
     unsetenv(name);
   }
 }
@@ -79,14 +81,19 @@ void clearCapturedLogs() {
   logLines().clear();
 }
 
-bool logged(int level, const std::vector<std::string>& needles) {
+int countLogged(int level, const std::vector<std::string>& needles) {
+  int count = 0;
   for (const LogLine& l : capturedLogs()) {
     if (l.level != level) continue;
     bool all = true;
     for (const std::string& n : needles) all = all && l.text.find(n) != std::string::npos;
-    if (all) return true;
+    if (all) ++count;
   }
-  return false;
+  return count;
+}
+
+bool logged(int level, const std::vector<std::string>& needles) {
+  return countLogged(level, needles) > 0;
 }
 
 std::string dumpLogs() {

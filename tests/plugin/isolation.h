@@ -18,7 +18,8 @@ namespace fake {
 void inChild(const std::function<void()>& body);
 
 /// Unsets every variable the plugin reads (NCCL_PILOT_*, NCCL_TUNER_CONFIG_FILE, NCCL_ALGO,
-/// NCCL_PROTO, NCCL_DEBUG), so the developer's shell cannot change a result.
+/// NCCL_PROTO, NCCL_DEBUG, and the fabric's NCCL_IB_DISABLE, NCCL_IB_HCA, NCCL_NET), so the
+/// developer's shell cannot change a result.
 void resetEnv();
 void setEnv(const char* name, const std::string& value);
 
@@ -47,7 +48,8 @@ struct LogLine {
 };
 std::vector<LogLine> capturedLogs();
 void clearCapturedLogs();
-/// True if a captured line at `level` contains every one of `needles`.
+/// How many captured lines at `level` contain every one of `needles`; logged(): any.
+int countLogged(int level, const std::vector<std::string>& needles);
 bool logged(int level, const std::vector<std::string>& needles);
 std::string dumpLogs();
 

@@ -1,4 +1,4 @@
-/* What an NCCL host compiles against: the tuner plugin types of NCCL 2.21 .. 2.30, written as
+/* What an NCCL host compiles against: the tuner plugin types of NCCL 2.21 .. 2.32, written as
    plain C from the field lists in docs/research/tuner.md section 1, independently of plugin/abi/
    (a mismatch between the two is exactly what the host tests must catch). Shared by the fake
    NCCL (C++) and the C dlopen smoke test. */
@@ -120,5 +120,30 @@ typedef struct {
   ncclResult_t (*getChunkSize)(void* context, ncclFunc_t collType, size_t nBytes, int algo,
                                int proto, int nChannels, size_t* chunkSize);
 } ncclTuner_v6_t;
+
+/* NCCL 2.32.6: v6's functions; the five [compcap][scale] arrays have 5 compute capabilities
+   (Rubin added). */
+typedef struct {
+  double baseLatencies[7][3];
+  double hwLatencies[3][7][3];
+  double llMaxBws[5][3];
+  double perChMaxRingLL128Bws[5][3];
+  double perChMaxTreeLL128Bws[5][3];
+  double perChMaxTreeBws[5][3];
+  double perChMaxNVLSTreeBws[5][3];
+} ncclTunerConstants_v7_t;
+
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                       ncclDebugLogger_t logFunction, ncclNvlDomainInfo_v5_t* nvlDomainInfo,
+                       ncclTunerConstants_v7_t* constants);
+  ncclResult_t (*getCollInfo)(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
+                              float** collCostTable, int numAlgo, int numProto, int regBuff,
+                              int* nChannels);
+  ncclResult_t (*finalize)(void* context);
+  ncclResult_t (*getChunkSize)(void* context, ncclFunc_t collType, size_t nBytes, int algo,
+                               int proto, int nChannels, size_t* chunkSize);
+} ncclTuner_v7_t;
 
 #endif /* PILOT_TESTS_NCCL_HOST_ABI_H */

@@ -16,7 +16,9 @@ void expectSurface(const char* path) {
   ASSERT_NE(m.v4, nullptr);
   ASSERT_NE(m.v5, nullptr);
   ASSERT_NE(m.v6, nullptr);
-  for (const char* name : {m.v2->name, m.v3->name, m.v4->name, m.v5->name, m.v6->name}) {
+  ASSERT_NE(m.v7, nullptr);
+  for (const char* name :
+       {m.v2->name, m.v3->name, m.v4->name, m.v5->name, m.v6->name, m.v7->name}) {
     ASSERT_NE(name, nullptr);
     EXPECT_STREQ(name, "Pilot");
   }
@@ -25,6 +27,7 @@ void expectSurface(const char* path) {
   EXPECT_TRUE(m.v4->init && m.v4->getCollInfo && m.v4->destroy);
   EXPECT_TRUE(m.v5->init && m.v5->getCollInfo && m.v5->finalize);
   EXPECT_TRUE(m.v6->init && m.v6->getCollInfo && m.v6->finalize && m.v6->getChunkSize);
+  EXPECT_TRUE(m.v7->init && m.v7->getCollInfo && m.v7->finalize && m.v7->getChunkSize);
 }
 
 /// Every release, two shapes, all collectives and a spread of sizes: nothing may change.
@@ -95,8 +98,10 @@ TEST(Surface, NullContextIsHarmless) {
     EXPECT_EQ(m.v4->getCollInfo(nullptr, ar, 4096, 1, t, 7, 3, 0, &nCh), ncclSuccess);
     EXPECT_EQ(m.v5->getCollInfo(nullptr, ar, 4096, 1, t, 7, 3, 0, &nCh), ncclSuccess);
     EXPECT_EQ(m.v6->getCollInfo(nullptr, ar, 4096, 1, t, 7, 3, 0, &nCh), ncclSuccess);
+    EXPECT_EQ(m.v7->getCollInfo(nullptr, ar, 4096, 1, t, 7, 3, 0, &nCh), ncclSuccess);
     size_t chunk = 12345;
     EXPECT_EQ(m.v6->getChunkSize(nullptr, ar, 4096, 1, 2, 8, &chunk), ncclSuccess);
+    EXPECT_EQ(m.v7->getChunkSize(nullptr, ar, 4096, 1, 2, 8, &chunk), ncclSuccess);
     EXPECT_EQ(chunk, 12345u);
     EXPECT_EQ(algo, -1);
     EXPECT_EQ(proto, -1);
@@ -104,6 +109,7 @@ TEST(Surface, NullContextIsHarmless) {
     for (int i = 0; i < 21; ++i) EXPECT_EQ(cells[i], 10.0f + static_cast<float>(i));
     EXPECT_EQ(m.v2->destroy(nullptr), ncclSuccess);
     EXPECT_EQ(m.v6->finalize(nullptr), ncclSuccess);
+    EXPECT_EQ(m.v7->finalize(nullptr), ncclSuccess);
   });
 }
 

@@ -1,6 +1,6 @@
 // Table semantics through the ABI, asserted on the algorithm/protocol NCCL finally runs:
 // select / restrict / channels-only rules, the NCCL example-tuner CSV lines, the shipped
-// example table, and ranks-per-node from v5's NVL-domain info.
+// example table, and ranks-per-node from v5+'s NVL-domain info.
 #include "test_support.h"
 
 namespace fake {
@@ -135,7 +135,7 @@ TEST(TableSemantics, ShippedExampleTableDoesWhatItsCommentsSay) {
   inChild([] {
     setEnv("NCCL_PILOT_TUNER_TABLE", PILOT_EXAMPLE_TABLE);
     FAKE_LOAD(m, kTunerModule);
-    for (const char* name : {"2.28", "2.30"}) {
+    for (const char* name : {"2.28", "2.30", "2.32"}) {
       SCOPED_TRACE(name);
       FakeComm comm(m, release(name), {16, 2});
       ASSERT_EQ(comm.initResult(), ncclSuccess);
@@ -147,7 +147,7 @@ TEST(TableSemantics, ShippedExampleTableDoesWhatItsCommentsSay) {
                 pick(kRing, kLL128));
       EXPECT_EQ(comm.collInfo(collCall(ncclFuncAllGather, 16 * M)).choice, pick(kRing, kSimple));
       EXPECT_EQ(comm.chunkSize(ncclFuncAllGather, 16 * M, kRing, kSimple, 8, 128 * K),
-                std::string(name) == "2.30" ? 512 * K : 128 * K);
+                release(name).abi >= 6 ? 512 * K : 128 * K);
       EXPECT_EQ(comm.collInfo(collCall(ncclFuncReduceScatter, 64 * K)).choice, pick(kRing, kLL128));
       Decision rs = comm.collInfo(collCall(ncclFuncReduceScatter, 1 * M));
       EXPECT_EQ(rs.choice, pick(kRing, kSimple));
@@ -164,15 +164,18 @@ TEST(TableSemantics, RanksPerNodeFromNvlDomainInfoOrEvenSplit) {
     const Choice ringSimple = pick(kRing, kSimple);
     EXPECT_EQ(FakeComm(m, release("2.28"), {16, 2}).collInfo(allReduce(4 * K)).choice, ringSimple);
     EXPECT_EQ(FakeComm(m, release("2.30"), {16, 2}).collInfo(allReduce(4 * K)).choice, ringSimple);
+    EXPECT_EQ(FakeComm(m, release("2.32"), {16, 2}).collInfo(allReduce(4 * K)).choice, ringSimple);
     EXPECT_EQ(FakeComm(m, release("2.24"), {16, 2}).collInfo(allReduce(4 * K)).choice, ringSimple);
     // Uneven nodes (4 + 12 ranks, as NCCL's min/max local ranks say): rpn rules never match.
     EXPECT_FALSE(FakeComm(m, release("2.28"), {16, 2, 4, 12}).collInfo(allReduce(4 * K)).changed);
+    EXPECT_FALSE(FakeComm(m, release("2.32"), {16, 2, 4, 12}).collInfo(allReduce(4 * K)).changed);
     EXPECT_FALSE(FakeComm(m, release("2.24"), {12, 2}).collInfo(allReduce(4 * K)).changed);
     EXPECT_FALSE(FakeComm(m, release("2.24"), {15, 2}).collInfo(allReduce(4 * K)).changed);
     // A multi-node NVL domain (one domain over 2 nodes) says nothing about ranks per node:
     // 16 ranks on 2 nodes still have 8 per node.
     Shape mnnvl{16, 2, 16, 16, /*nvlDomains=*/1};
     EXPECT_EQ(FakeComm(m, release("2.28"), mnnvl).collInfo(allReduce(4 * K)).choice, ringSimple);
+    EXPECT_EQ(FakeComm(m, release("2.32"), mnnvl).collInfo(allReduce(4 * K)).choice, ringSimple);
   });
 }
 

@@ -312,6 +312,55 @@ TEST(CompiledTableDifferential, RandomTablesSurviveFormatAndParse) {
   }
 }
 
+/// The shape of a fitted table: many contiguous bands on one collective, mostly selecting one
+/// cell (the index's common case), some with per-call conditions or restrictions behind or in
+/// front of them. Band widths vary from 0.5% to 10% of their size, so some tables crowd the
+/// finest index and take its search.
+TuningTable denseTable(Generator& gen, int nRules) {
+  TuningTable table;
+  table.source = "dense";
+  const double widths[] = {0.005, 0.02, 0.1};
+  const double width = widths[gen.below(3)];
+  uint64_t lo = 0;
+  for (int i = 0; i < nRules; ++i) {
+    Rule r = gen.rule(i + 1);
+    r.collectives = gen.chance(90) ? bit(Collective::AllReduce) : r.collectives;
+    r.nodes = r.ranks = r.ranksPerNode = Range{};
+    r.perRankSize = false;
+    const uint64_t step = 1 + static_cast<uint64_t>(static_cast<double>(lo) * width *
+                                                    static_cast<double>(1 + gen.below(100)) / 100);
+    r.size = Range{lo, i + 1 == nRules ? kMax : lo + step - 1};
+    lo += step;
+    if (gen.chance(85)) {  // plain select, as fit writes them
+      r.algorithms = static_cast<AlgoMask>(1u << gen.below(kNumAlgorithms));
+      r.protocols = static_cast<ProtoMask>(1u << gen.below(kNumProtocols));
+      r.pipeOps = Range{};
+      r.regBuff = -1;
+    }
+    table.rules.push_back(r);
+    if (gen.chance(5)) {  // an overlapping rule behind it
+      Rule behind = gen.rule(static_cast<int>(table.rules.size()) + 1);
+      behind.collectives = bit(Collective::AllReduce);
+      behind.size = r.size;
+      table.rules.push_back(behind);
+    }
+  }
+  for (size_t i = 0; i < table.rules.size(); ++i) table.rules[i].line = static_cast<int>(i + 1);
+  return table;
+}
+
+TEST(CompiledTableDifferential, DenseTablesMatchTheReference) {
+  Generator gen(0xde75e);
+  for (int t = 0; t < 40; ++t) {
+    const int nRules = 50 + static_cast<int>(gen.below(2000));
+    TuningTable table = denseTable(gen, nRules);
+    compareOnQueries(
+        table, gen.shape(), gen, 1500,
+        ("dense table " + std::to_string(t) + " (" + std::to_string(nRules) + ")").c_str());
+    if (HasFatalFailure()) return;
+  }
+}
+
 // ---- the linear fallback -----------------------------------------------------------------
 
 /// 3000 nested ranges [i, 10^9 - i]: about 9M index entries, over kMaxEntriesPerLane.

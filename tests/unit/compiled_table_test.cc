@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -221,6 +224,80 @@ TEST(CompiledTable, TenThousandRules) {
   }
   EXPECT_EQ(firstLine(t, Collective::AllReduce, 10000000), 0);
   EXPECT_EQ(firstLine(t, Collective::AllGather, 0), 0);
+}
+
+// ---- the size index ----------------------------------------------------------------------
+
+/// Every edge of `t`'s AllReduce lane, one below it and one above, gives the rule `line(n)`.
+void expectEdges(const CompiledTable& t, const std::function<int(uint64_t)>& line) {
+  for (uint64_t edge : t.boundaries(Collective::AllReduce)) {
+    for (uint64_t n : {edge - 1, edge, edge + 1}) {
+      if (edge == 0 && n == kMax) continue;
+      ASSERT_EQ(firstLine(t, Collective::AllReduce, n), line(n)) << "at " << n;
+    }
+  }
+}
+
+TEST(CompiledTable, SizeIndexIsTheCoarsestWithoutCrowdedBuckets) {
+  // Edges 4K and 64K+1 sit in different octaves: one bucket per octave is enough.
+  EXPECT_EQ(compileText("allreduce size=4K..64K algo=ring").indexBits(Collective::AllReduce), 0u);
+  // Edges 5K and 6K both inside the octave [4K, 8K): two buckets per octave separate them.
+  CompiledTable two =
+      compileText("allreduce size=4K..5119 algo=ring\nallreduce size=6K.. algo=tree");
+  EXPECT_EQ(two.indexBits(Collective::AllReduce), 1u);
+  EXPECT_EQ(firstLine(two, Collective::AllReduce, 5119), 1);
+  EXPECT_EQ(firstLine(two, Collective::AllReduce, 5120), 0);
+  EXPECT_EQ(firstLine(two, Collective::AllReduce, 6143), 0);
+  EXPECT_EQ(firstLine(two, Collective::AllReduce, 6144), 2);
+  EXPECT_EQ(two.indexBits(Collective::AllGather), 0u) << "a lane without rules has no index";
+}
+
+TEST(CompiledTable, DenseLogSpacedBandsNeedNoSearch) {
+  // 32 bands per octave from 8 B (the shape of a fitted table): buckets of 1/64 octave hold at
+  // most one edge each.
+  std::string text;
+  uint64_t lo = 0;
+  std::vector<uint64_t> starts;
+  for (int j = 0; j < 1000; ++j) {
+    starts.push_back(lo);
+    const uint64_t next =
+        std::max<uint64_t>(lo + 1, static_cast<uint64_t>(std::pow(2.0, 3.0 + j / 32.0)));
+    text += "allreduce size=" + std::to_string(lo) + ".." + std::to_string(next - 1) +
+            (j % 2 ? " algo=ring proto=simple\n" : " algo=tree proto=ll\n");
+    lo = next;
+  }
+  CompiledTable t = compileText(text);
+  EXPECT_LE(t.indexBits(Collective::AllReduce), 6u);
+  expectEdges(t, [&](uint64_t n) {
+    if (n >= lo) return 0;
+    return static_cast<int>(std::upper_bound(starts.begin(), starts.end(), n) - starts.begin());
+  });
+}
+
+TEST(CompiledTable, EdgesCloserThanTheFinestBucketAreSearched) {
+  // 1 MiB bands up to 1000 MiB: near 1 GiB a bucket of the finest index (1/256 octave, 2 MiB)
+  // holds two edges. And four one-byte bands at 1 TiB, 2^63 and the very top.
+  std::string text;
+  for (uint64_t k = 0; k < 1000; ++k) {
+    text += "allreduce size=" + std::to_string(k << 20) + ".." +
+            std::to_string(((k + 1) << 20) - 1) + " algo=ring\n";
+  }
+  const uint64_t tera = uint64_t{1} << 40, top = uint64_t{1} << 63;
+  for (uint64_t base : {tera, top, kMax - 3}) {
+    for (uint64_t i = 0; i < 4; ++i) {
+      text += "allreduce size=" + std::to_string(base + i) + " algo=tree\n";
+    }
+  }
+  CompiledTable t = compileText(text);
+  EXPECT_EQ(t.indexBits(Collective::AllReduce), CompiledTable::kMaxIndexBits);
+  expectEdges(t, [&](uint64_t n) -> int {
+    if (n < (uint64_t{1000} << 20)) return static_cast<int>(n >> 20) + 1;
+    for (int b = 0; b < 3; ++b) {
+      const uint64_t base = b == 0 ? tera : b == 1 ? top : kMax - 3;
+      if (n >= base && n - base < 4) return 1001 + 4 * b + static_cast<int>(n - base);
+    }
+    return 0;
+  });
 }
 
 TEST(CompiledTable, ChannelsOnlyRuleShadowsEverythingBehindIt) {

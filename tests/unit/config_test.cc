@@ -65,6 +65,18 @@ TEST(ReadText, TrimsAndTreatsBlankAsUnset) {
   EXPECT_EQ(readText(mapEnv({}), "X"), std::nullopt);
 }
 
+TEST(ReadUnsigned, RangesAndByteSuffixes) {
+  const char* name = "NCCL_PILOT_METRICS_SAMPLE";
+  EXPECT_EQ(readUnsigned(mapEnv({}), name, 1, 10, 7).value(), 7u);
+  EXPECT_EQ(readUnsigned(mapEnv({{name, " 10 "}}), name, 1, 10, 7).value(), 10u);
+  EXPECT_EQ(readUnsigned(mapEnv({{name, "64K"}}), name, 0, 1 << 20, 0, true).value(), 65536u);
+  for (const char* bad : {"11", "0", "-1", "ten", "64K"}) {
+    auto r = readUnsigned(mapEnv({{name, bad}}), name, 1, 10, 7);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error(), std::string(name) + "=" + bad + " is not in [1, 10]");
+  }
+}
+
 TEST(AllSettings, EntriesAreWellFormed) {
   const auto& settings = allSettings();
   ASSERT_FALSE(settings.empty());

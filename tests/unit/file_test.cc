@@ -1,5 +1,6 @@
 // core/file.h: the one read loop behind the tuning table, the hwloc XML and the tool's files.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,6 +53,30 @@ TEST_F(FileTest, AnUnwritablePathIsAnError) {
   auto written = writeFile("/nonexistent-dir/x", "y");
   ASSERT_FALSE(written.ok());
   EXPECT_EQ(written.error(), "cannot write /nonexistent-dir/x");
+}
+
+TEST_F(FileTest, AnAtomicWriteReplacesTheFileAndLeavesNoTemporary) {
+  ASSERT_TRUE(writeFile(path_, "old content").ok());
+  ASSERT_TRUE(writeFileAtomically(path_, "new").ok());
+  EXPECT_EQ(readFile(path_).value(), "new");
+  struct stat st {};
+  EXPECT_NE(::stat((path_ + ".tmp").c_str(), &st), 0);
+  auto failed = writeFileAtomically("/nonexistent-dir/x", "y");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error(), "cannot write /nonexistent-dir/x: No such file or directory");
+}
+
+TEST_F(FileTest, MakeDirectoriesCreatesTheMissingParents) {
+  const std::string dir = path_ + "/a/b/c";
+  ASSERT_TRUE(makeDirectories(dir).ok());
+  ASSERT_TRUE(makeDirectories(dir).ok());  // existing: fine
+  ASSERT_TRUE(writeFileAtomically(dir + "/f", "x").ok());
+  auto onAFile = makeDirectories(dir + "/f/g");
+  ASSERT_FALSE(onAFile.ok());
+  EXPECT_EQ(onAFile.error().rfind("cannot create " + dir + "/f/g", 0), 0u) << onAFile.error();
+  for (const std::string& p : {dir + "/f", dir, path_ + "/a/b", path_ + "/a", path_}) {
+    std::remove(p.c_str());
+  }
 }
 
 }  // namespace

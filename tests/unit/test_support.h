@@ -57,6 +57,14 @@ inline bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
+/// Every recorded line, one per line, for failure messages.
+inline std::string dumpLines(const LogSink& sink) {
+  std::string out;
+  for (const LogLine& l : *sink)
+    out += "  [" + std::to_string(static_cast<int>(l.level)) + "] " + l.message + "\n";
+  return out.empty() ? "  (no log lines)\n" : out;
+}
+
 /// Settings from a map instead of the process environment.
 inline EnvLookup mapEnv(std::map<std::string, std::string> vars) {
   return [vars = std::move(vars)](const char* name) -> std::optional<std::string> {

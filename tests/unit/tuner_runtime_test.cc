@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "pilot/version.h"
 #include "test_support.h"
 
 namespace pilot::tuner {
@@ -75,8 +76,9 @@ TEST_F(RuntimeTest, NoTableLeavesEverythingToNccl) {
   ctx->getChunkSize(kAllReduce, 4096, kRing, kSimple, &chunk);
   EXPECT_EQ(chunk, 99u);
   EXPECT_TRUE(warns().empty());
-  ASSERT_EQ(infos().size(), 1u);
-  EXPECT_TRUE(contains(infos()[0].message, "no tuning table")) << infos()[0].message;
+  ASSERT_EQ(infos().size(), 2u);
+  EXPECT_EQ(infos()[0].message, std::string("nccl-pilot ") + kVersion);
+  EXPECT_TRUE(contains(infos()[1].message, "no tuning table")) << infos()[1].message;
   EXPECT_EQ(runtime_->cachedShapes(), 0u);
 }
 

@@ -1,6 +1,6 @@
 // `nccl-pilot fit`: a tuning table from nccl-tests sweeps, overriding NCCL only where the
 // measured gain beats the noise (docs/calibration.md); `--evaluate` scores that procedure on
-// repeats it did not see.
+// repeats it did not see, `--holdout` the written table on sweeps it did not see.
 #include <iostream>
 #include <memory>
 
@@ -22,16 +22,32 @@ struct FitArgs {
   std::string output;
   std::string json;
   bool evaluate = false;
+  std::vector<std::string> holdout;
+  std::string nccl, fabric;
 };
 
 int runFit(const FitArgs& a) {
   if (a.output.empty() && !a.evaluate) {
     return reportError("-o TABLE is required unless --evaluate is given", kExitUsage);
   }
+  if (!a.holdout.empty() && a.output.empty()) {
+    return reportError("--holdout scores the fitted table: give -o TABLE", kExitUsage);
+  }
   if (Status s = checkLabels(a.in); !s.ok()) return reportError(s.error(), kExitUsage);
+  calibration::FitOptions options = fitOptions(a.in);
+  options.nccl = a.nccl;
+  options.fabric = a.fabric;
+  if (Status s = calibration::checkKeyOptions(options); !s.ok()) {
+    return reportError(s.error(), kExitUsage);
+  }
   auto data = loadFitInputs(a.in);
   if (!data.ok()) return reportError(data.error());
-  const calibration::FitOptions options = fitOptions(a.in);
+  calibration::Dataset heldOut;
+  if (!a.holdout.empty()) {
+    auto loaded = loadInputs(a.holdout, a.in);
+    if (!loaded.ok()) return reportError("--holdout: " + loaded.error());
+    heldOut = std::move(*loaded);
+  }
   const calibration::FitResult result = calibration::fit(*data, options);
   for (const std::string& note : result.notes) std::cerr << "note: " << note << "\n";
   nlohmann::ordered_json json = calibration::fitJson(result);
@@ -51,6 +67,16 @@ int runFit(const FitArgs& a) {
     std::cout << calibration::reportText(result, calibration::fitChoices(result));
     std::cout << "wrote " << a.output << ": " << result.rules.size()
               << (result.rules.size() == 1 ? " rule" : " rules") << "\n";
+    if (!a.holdout.empty()) {
+      // The same table, scored on the runs it was fitted on and on sweeps it never saw.
+      const calibration::TableScore in = calibration::scoreTable(check.table, *data, options);
+      const calibration::TableScore out = calibration::scoreTable(check.table, heldOut, options);
+      std::cout << "\n" << calibration::scoreComparisonText(in, out);
+      std::cout << "\nheld out, per size:\n" << calibration::tableScoreText(out);
+      json["holdout"] = {{"inputs", a.holdout},
+                         {"in_sample", calibration::tableScoreJson(in)},
+                         {"held_out", calibration::tableScoreJson(out)}};
+    }
   }
   if (a.evaluate) {
     const calibration::Evaluation e = calibration::evaluate(*data, options);
@@ -76,6 +102,16 @@ Command addFitCommand(CLI::App& app) {
   sub->add_option("-o,--output", args->output, "Tuning table to write");
   sub->add_option("--json", args->json,
                   "Also write every decision and the figures behind the table as JSON");
+  sub->add_option("--holdout", args->holdout,
+                  "Sweeps not fitted on (same --label rules): score the written table on them "
+                  "and on its own inputs, side by side. Repeatable")
+      ->allow_extra_args(false);
+  sub->add_option("--nccl", args->nccl,
+                  "The rules' nccl= key (2.27, 2.27-2.29, any for none); default: the NCCL "
+                  "version the runs report, unkeyed when unknown");
+  sub->add_option("--fabric", args->fabric,
+                  "The rules' fabric= key (ib, roce, ethernet, a |-list, any for none); default: "
+                  "what NCCL's logs or the sweep's environment show, unkeyed when unknown");
   sub->add_flag("--evaluate", args->evaluate,
                 "Fit on some repeats, score on the others (leave one repeat out); print oracle "
                 "fractions and speedups per size");

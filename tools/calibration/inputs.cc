@@ -21,7 +21,8 @@ void addFitInputOptions(CLI::App* sub, FitInputArgs& args) {
   sub->add_option("--label", args.labels,
                   "PATTERN=SPEC: runs whose '# RUN config=' name (else file name) matches "
                   "PATTERN ('*' wildcards) ran SPEC (default, or NCCL_ALGO=Ring,NCCL_PROTO=LL; "
-                  "'*' in SPEC is what the pattern's first '*' matched). Repeatable");
+                  "'*' in SPEC is what the pattern's first '*' matched). Repeatable")
+      ->allow_extra_args(false);  // one value each: a later INPUT is not a label
   sub->add_option("--margin", args.margin,
                   "Smallest relative gain over NCCL's default that may override it; the "
                   "measured noise raises the bar where it is larger")
@@ -43,13 +44,27 @@ Status checkLabels(const FitInputArgs& args) {
 }
 
 Expected<calibration::Dataset> loadFitInputs(const FitInputArgs& args) {
+  return loadInputs(args.inputs, args);
+}
+
+Expected<tuner::TuningTable> loadTableForScoring(const std::string& path) {
+  tuner::ParsedTable parsed = tuner::loadTableFile(path);
+  for (const tuner::Diagnostic& d : parsed.diagnostics) {
+    if (d.line == 0) return Error{"table " + path + ": " + d.message};
+    std::cerr << path << ":" << d.line << ": warning: " << d.message << "\n";
+  }
+  return std::move(parsed.table);
+}
+
+Expected<calibration::Dataset> loadInputs(const std::vector<std::string>& inputs,
+                                          const FitInputArgs& args) {
   calibration::LoadOptions options;
   for (const std::string& l : args.labels) {
     auto rule = calibration::parseLabelRule(l);
     if (!rule.ok()) return Error{"--label " + l + ": " + rule.error()};
     options.labels.push_back(*rule);
   }
-  calibration::Dataset data = calibration::loadDataset(args.inputs, options);
+  calibration::Dataset data = calibration::loadDataset(inputs, options);
   int usable = 0;
   for (const calibration::Run& run : data.runs) {
     if (!run.failed) {

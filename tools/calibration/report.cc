@@ -7,6 +7,8 @@
 
 #include "calibration/inputs.h"
 #include "cli/commands.h"
+#include "pilot/calibration/evaluate.h"
+#include "pilot/calibration/fit.h"
 #include "pilot/calibration/report.h"
 #include "pilot/core/file.h"
 #include "pilot/tuner/table.h"
@@ -20,6 +22,7 @@ struct ReportArgs {
   std::string output;
   std::string table;
   std::string title;
+  std::vector<std::string> holdout;
   bool noGnuplot = false;
 };
 
@@ -32,18 +35,25 @@ int runReport(const ReportArgs& a) {
   for (const std::string& note : fit.notes) std::cerr << "note: " << note << "\n";
 
   calibration::ReportChoices choices;
+  tuner::TuningTable table;  // what the report's choices come from, for --holdout
   if (a.table.empty()) {
     choices = calibration::fitChoices(fit);
+    table = tuner::parseTable(calibration::tableText(fit), "fitted").table;
   } else {
-    tuner::ParsedTable parsed = tuner::loadTableFile(a.table);
-    for (const tuner::Diagnostic& d : parsed.diagnostics) {
-      if (d.line == 0) return reportError("table " + a.table + ": " + d.message);
-      std::cerr << a.table << ":" << d.line << ": warning: " << d.message << "\n";
-    }
-    choices = calibration::tableChoices(fit, parsed.table, a.table);
+    auto loaded = loadTableForScoring(a.table);
+    if (!loaded.ok()) return reportError(loaded.error());
+    table = std::move(*loaded);
+    choices = calibration::tableChoices(fit, table, a.table);
   }
 
   calibration::ReportOptions ro;
+  if (!a.holdout.empty()) {
+    auto heldOut = loadInputs(a.holdout, a.in);
+    if (!heldOut.ok()) return reportError("--holdout: " + heldOut.error());
+    ro.scores =
+        calibration::HeldOutScores{a.holdout, calibration::scoreTable(table, *data, options),
+                                   calibration::scoreTable(table, *heldOut, options)};
+  }
   if (!a.title.empty()) ro.title = a.title;
   ro.inputs = a.in.inputs;
   ro.toolVersion = pilot::kVersion;
@@ -53,6 +63,9 @@ int runReport(const ReportArgs& a) {
   }
 
   std::cout << calibration::reportText(fit, choices);
+  if (ro.scores) {
+    std::cout << "\n" << calibration::scoreComparisonText(ro.scores->inSample, ro.scores->heldOut);
+  }
   std::cout << "wrote " << a.output << "\n";
   if (!a.noGnuplot) {
     std::string stem = a.output;
@@ -83,6 +96,10 @@ Command addReportCommand(CLI::App& app) {
   sub->add_option("--table", args->table,
                   "Show what this tuning table picks per size instead of fitting one now");
   sub->add_option("--title", args->title, "Page title");
+  sub->add_option("--holdout", args->holdout,
+                  "Sweeps the table was not fitted on (same --label rules): show its scores "
+                  "there beside the in-sample ones. Repeatable")
+      ->allow_extra_args(false);
   sub->add_flag("--no-gnuplot", args->noGnuplot,
                 "Skip the gnuplot SVG/PNG charts even when gnuplot is installed");
   return {sub, [args] { return runReport(*args); }};

@@ -7,6 +7,7 @@
 // docs/sweep.md has the syntax of configurations and labels and the file formats.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -35,7 +36,8 @@ struct PlanArgs {
   std::vector<std::string> collectives = {"allreduce", "allgather", "reducescatter"};
   std::string configs;
   std::vector<std::string> config;
-  int repeats = 3;
+  int repeats = kBudgetForcedRepeats;
+  int defaultRepeats = 0;  // 0 = max(kBudgetDefaultRepeats, repeats)
   std::vector<int> nodes = {1};
   int gpusPerNode = 0;
   std::string min = "8", max = "16G";
@@ -76,6 +78,8 @@ Expected<PlanOptions> planOptions(const PlanArgs& a) {
     o.configs.push_back(*config);
   }
   o.repeats = a.repeats;
+  o.defaultRepeats =
+      a.defaultRepeats > 0 ? a.defaultRepeats : std::max(kBudgetDefaultRepeats, a.repeats);
   o.nodes = a.nodes;
   o.gpusPerNode = a.gpusPerNode;
   auto lo = text::parseBytes(a.min), hi = text::parseBytes(a.max);
@@ -138,13 +142,15 @@ int runPlan(const PlanArgs& a) {
   const PlanOptions& o = plan->options;
   std::cout << "planned " << plan->runs.size() << " runs (" << o.collectives.size()
             << " collective(s) x " << o.configs.size() << " configuration(s) x " << o.nodes.size()
-            << " node count(s) x " << o.repeats << " repeat(s)";
+            << " node count(s); the default x" << o.defaultRepeats << ", forced x" << o.repeats;
   if (!plan->notes.empty()) std::cout << ", less " << plan->notes.size() << " left out";
   std::cout << "), " << launcherName(o.launcher) << ", " << text::formatBytes(o.minBytes) << ".."
             << text::formatBytes(o.maxBytes) << (o.jsonOutput ? ", with -J" : "") << "\n"
             << "  " << a.output << "/manifest.json\n"
             << "  " << a.output << "/commands.sh\n"
             << "run it with: nccl-pilot sweep run " << a.output << "\n";
+  // What a smaller budget gives up, so it is chosen knowingly.
+  for (const std::string& note : budgetNotes(o)) std::cout << "evidence: " << note << "\n";
   return 0;
 }
 
@@ -245,9 +251,14 @@ Command addSweepCommand(CLI::App& app) {
   p->add_option("--config", plan->config,
                 "One more configuration (repeatable); here ',' and '+' both join variables: "
                 "ring_ll:NCCL_ALGO=Ring,NCCL_PROTO=LL");
-  p->add_option("--repeats", plan->repeats, "Runs of each configuration")
+  p->add_option("--repeats", plan->repeats,
+                "Runs of each forced configuration (twice lets fit check a gain in every run)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  p->add_option("--default-repeats", plan->defaultRepeats,
+                "Runs of NCCL's default, which measure the noise every gain must beat "
+                "(default: the larger of 3 and --repeats)")
+      ->check(CLI::Range(1, 1000));
   p->add_option("--nodes", plan->nodes, "Node counts, comma-separated")
       ->delimiter(',')
       ->capture_default_str();

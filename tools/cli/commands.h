@@ -23,6 +23,9 @@ Command addNetbenchCommand(CLI::App& app);
 Command addSweepCommand(CLI::App& app);
 Command addFitCommand(CLI::App& app);
 Command addReportCommand(CLI::App& app);
+Command addDoctorCommand(CLI::App& app);
+Command addMonitorCommand(CLI::App& app);
+Command addEvaluateCommand(CLI::App& app);
 
 /// Exit statuses: 1 for a failure while running, 2 for bad arguments.
 constexpr int kExitFailure = 1;

@@ -18,19 +18,21 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("nccl-pilot ") + pilot::kVersion);
   app.require_subcommand(1);
 
-  const std::vector<Command> commands = {
-      addVersionCommand(app), addExplainCommand(app), addTopoCommand(app),  addNetbenchCommand(app),
-      addSweepCommand(app),   addFitCommand(app),     addReportCommand(app)};
+  const std::vector<Command> commands = {addVersionCommand(app), addExplainCommand(app),
+                                         addTopoCommand(app),    addNetbenchCommand(app),
+                                         addSweepCommand(app),   addFitCommand(app),
+                                         addReportCommand(app),  addEvaluateCommand(app),
+                                         addDoctorCommand(app),  addMonitorCommand(app)};
 
   // CLI11 would report a mistyped command as a missing one; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (const Command& command : commands) known = known || command.app->check_name(argv[1]);
     if (!known) {
-      return reportError(
-          "unknown command '" + std::string(argv[1]) +
-              "' (commands: version, explain, topo, netbench, sweep, fit, report; try --help)",
-          kExitUsage);
+      return reportError("unknown command '" + std::string(argv[1]) +
+                             "' (commands: version, explain, topo, netbench, sweep, fit, report, "
+                             "evaluate, doctor, monitor; try --help)",
+                         kExitUsage);
     }
   }
   try {

@@ -1,6 +1,7 @@
 #include "cli/plugin_loader.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,7 +19,31 @@ std::vector<int> presentSymbols(const PluginLibrary& lib, const char* prefix, in
   return out;
 }
 
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
+
+std::vector<std::string> ncclPluginFileNames(const std::string& name, const std::string& prefix) {
+  if (name.empty()) return {prefix + ".so"};
+  std::vector<std::string> files{name};
+  const bool isFileName = name.rfind("lib", 0) == 0 && endsWith(name, ".so");
+  if (name.find('/') == std::string::npos && !isFileName)
+    files.push_back(prefix + "-" + name + ".so");
+  return files;
+}
+
+std::string loadedLibraryPath(void* handle, const std::string& fallback) {
+  struct link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr ||
+      map->l_name[0] == '\0') {
+    return fallback;
+  }
+  char resolved[PATH_MAX];
+  return ::realpath(map->l_name, resolved) != nullptr ? resolved : map->l_name;
+}
 
 Expected<PluginLibrary> PluginLibrary::open(const std::string& path) {
   struct stat st;
@@ -46,6 +71,10 @@ std::vector<int> PluginLibrary::tunerAbis() const {
 
 std::vector<int> PluginLibrary::netAbis() const {
   return presentSymbols(*this, "ncclNetPlugin_v", kNetAbiMin, kNetAbiMax);
+}
+
+std::vector<int> PluginLibrary::profilerAbis() const {
+  return presentSymbols(*this, "ncclProfiler_v", kProfilerAbiMin, kProfilerAbiMax);
 }
 
 std::string defaultPluginPath() {

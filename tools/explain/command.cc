@@ -1,7 +1,9 @@
 // `nccl-pilot explain`: what the built tuner decides for one collective on one communicator
-// shape across a size range. The table is parsed here only for its diagnostics and its exact
-// size boundaries; every decision comes from the real plugin library, driven through the ABI
-// version the named NCCL release would load.
+// shape across a size range, on a given fabric and NCCL release. The table is parsed here only
+// for its diagnostics and its exact size boundaries; every decision comes from the real plugin
+// library, driven through the ABI version the named NCCL release would load (the plugin reads
+// the fabric from NCCL_PILOT_TUNER_FABRIC and the version from this process's ncclGetVersion).
+// `--digest` prints the table's digest for NCCL_PILOT_TUNER_TABLE_SHA256 instead.
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -11,12 +13,14 @@
 
 #include "cli/commands.h"
 #include "cli/plugin_loader.h"
+#include "explain/acting_nccl.h"
 #include "explain/model.h"
 #include "explain/report.h"
 #include "explain/tuner_driver.h"
 #include "explain/tuner_log.h"
 #include "pilot/core/config.h"
 #include "pilot/core/text.h"
+#include "pilot/topology/fabric.h"
 #include "pilot/tuner/compiled_table.h"
 
 namespace pilot::cli {
@@ -30,6 +34,8 @@ struct ExplainOptions {
   std::string min = "8";
   std::string max = "16G";
   std::string nccl;
+  std::string fabric;
+  bool digest = false;
   std::vector<std::string> enable;
   std::vector<std::string> disable;
   std::string plugin;
@@ -56,6 +62,30 @@ Expected<NcclVersion> chooseNccl(const ExplainOptions& opts, const tuner::Tuning
   std::cerr << "note: explaining for NCCL " << newest.str()
             << " (the newest served); pass --nccl to choose another\n";
   return newest;
+}
+
+/// A version without a patch is its line's newest release: what an nccl= key is matched with.
+NcclVersion withPatchNoted(const NcclVersion& v) {
+  const NcclVersion out = withPatch(v);
+  if (v.patch < 0) {
+    std::cerr << "note: NCCL " << v.str() << " taken as " << out.str()
+              << (v.minor <= kNewestKnownMinor ? ", the newest such release nccl-pilot knows"
+                                               : ", a release newer than nccl-pilot knows")
+              << "; pass --nccl " << v.str() << ".N for another\n";
+  }
+  return out;
+}
+
+/// --fabric, else what this machine would detect (the plugin's own definition).
+Expected<Fabric> chooseFabric(const ExplainOptions& opts) {
+  if (!opts.fabric.empty()) {
+    if (auto f = parseFabric(opts.fabric)) return *f;
+    return Error{"--fabric '" + opts.fabric + "' is not a fabric (expected ib, roce, ethernet)"};
+  }
+  const topology::FabricChoice detected = topology::detectFabric(processEnv());
+  std::cerr << "note: fabric " << fabricName(detected.fabric) << " here (" << detected.why
+            << "); pass --fabric to choose another\n";
+  return detected.fabric;
 }
 
 /// The usable cells after --enable and --disable, plus what NCCL_ALGO / NCCL_PROTO would say.
@@ -102,10 +132,12 @@ Expected<CellChoice> chooseCells(const ExplainOptions& opts, Collective coll,
 }
 
 /// The environment the plugin reads when it loads its table (once, at the first init).
-void prepareEnvironment(const ExplainOptions& opts, const CellChoice& cells, int abi) {
+void prepareEnvironment(const ExplainOptions& opts, const CellChoice& cells, int abi,
+                        Fabric fabric) {
   setenv(setting::kTunerTable, opts.table.c_str(), 1);
+  setenv(setting::kTunerFabric, fabricName(fabric), 1);
   for (const char* name : {setting::kTunerConfigFile, setting::kTunerEnable, setting::kNcclAlgo,
-                           setting::kNcclProto}) {
+                           setting::kNcclProto, setting::kTunerTableSha256}) {
     unsetenv(name);
   }
   if (abi != 2) return;  // from v3 on, exclusions reach the tuner as IGNORE cells only
@@ -196,7 +228,23 @@ void noteV2Restrictions(const std::vector<SizeRange>& ranges, const tuner::Tunin
   }
 }
 
+/// The first 16 hex digits of the table's SHA-256, the value a launcher exports as
+/// NCCL_PILOT_TUNER_TABLE_SHA256 (and what the tuner logs at init).
+int printDigest(const ExplainOptions& opts) {
+  TunerLogOptions ignored;
+  auto table = loadTable(opts.table, ignored);
+  if (!table.ok()) return reportError(table.error());
+  std::cout << table->sha256.substr(0, 16) << "\n";
+  return 0;
+}
+
 int runExplain(const ExplainOptions& opts) {
+  if (opts.digest) return printDigest(opts);
+  for (const auto& [value, name] :
+       {std::pair{opts.coll.empty(), "--coll"}, std::pair{opts.nodes == 0, "--nodes"},
+        std::pair{opts.ranks == 0, "--ranks"}}) {
+    if (value) return reportError(std::string(name) + " is required (unless --digest)", kExitUsage);
+  }
   auto coll = tuner::parseCollective(opts.coll);
   if (!coll) {
     return reportError("--coll '" + opts.coll + "' is not a collective (expected " +
@@ -217,18 +265,22 @@ int runExplain(const ExplainOptions& opts) {
   logOptions.verbose = opts.verbose;
   auto table = loadTable(opts.table, logOptions);
   if (!table.ok()) return reportError(table.error());
-  auto nccl = chooseNccl(opts, *table);
-  if (!nccl.ok()) return reportError(nccl.error(), kExitUsage);
-  if (nccl->minor > kNewestKnownMinor) {
-    std::cerr << "warning: NCCL " << nccl->str() << " is newer than any release nccl-pilot knows; "
-              << "assuming it behaves like 2." << kNewestKnownMinor << "\n";
+  auto chosen = chooseNccl(opts, *table);
+  if (!chosen.ok()) return reportError(chosen.error(), kExitUsage);
+  if (chosen->minor > kNewestKnownMinor) {
+    std::cerr << "warning: NCCL " << chosen->str() << " is newer than any release nccl-pilot "
+              << "knows; assuming it behaves like 2." << kNewestKnownMinor << "\n";
   }
-  const int abi = tunerAbiFor(*nccl);
-  const CostShape shape = costShapeFor(*nccl);
+  const NcclVersion nccl = withPatchNoted(*chosen);
+  auto fabric = chooseFabric(opts);
+  if (!fabric.ok()) return reportError(fabric.error(), kExitUsage);
+  const int abi = tunerAbiFor(nccl);
+  const CostShape shape = costShapeFor(nccl);
   auto cells = chooseCells(opts, *coll, shape);
   if (!cells.ok()) return reportError(cells.error(), kExitUsage);
 
-  prepareEnvironment(opts, *cells, abi);
+  prepareEnvironment(opts, *cells, abi, *fabric);
+  actAsNccl(nccl.code());
   configureTunerLog(logOptions);
   auto lib = PluginLibrary::open(opts.plugin.empty() ? defaultPluginPath() : opts.plugin);
   if (!lib.ok()) return reportError(lib.error());
@@ -236,10 +288,21 @@ int runExplain(const ExplainOptions& opts) {
       TunerDriver::create(*lib, TunerSetup{abi, opts.ranks, opts.nodes, shape, cells->usable});
   if (!driver.ok()) return reportError(driver.error());
 
-  const ExplainContext ctx{opts.table, *nccl,      abi,          shape,        *coll,
-                           opts.nodes, opts.ranks, opts.pipeOps, opts.regBuff, cells->usable};
+  ExplainContext ctx{opts.table, nccl,       abi,          shape,        *coll,
+                     opts.nodes, opts.ranks, opts.pipeOps, opts.regBuff, cells->usable};
+  ctx.fabric = *fabric;
+  // What the plugin matches fabric= and nccl= keys with: the fabric named and the version its
+  // ncclGetVersion call gets from this process (acting_nccl.cc).
+  tuner::ProcessFacts facts;
+  facts.fabric = *fabric;
+  facts.nccl = tuner::Range::exactly(nccl.code());
   const auto compiled =
-      tuner::CompiledTable::compile(*table, tuner::CommShape::from(opts.ranks, opts.nodes));
+      tuner::CompiledTable::compile(*table, tuner::CommShape::from(opts.ranks, opts.nodes), facts);
+  if (compiled.droppedByFabric() > 0 || compiled.droppedByNccl() > 0) {
+    std::cerr << "note: " << compiled.droppedByFabric() << " rule(s) for this shape hold on "
+              << "another fabric only (fabric=), " << compiled.droppedByNccl()
+              << " for other NCCL releases only (nccl=)\n";
+  }
   const bool tableOff = abi == 2 && (!cells->ncclAlgo.empty() || !cells->ncclProto.empty());
   auto probes =
       probeAll(ProbeContext{**driver, compiled, ctx, tableOff}, *minBytes, *maxBytes, lib->path());
@@ -262,20 +325,25 @@ Command addExplainCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "explain", "Show what the built tuner decides for one collective across a size range");
   sub->add_option("--table", opts->table, "Tuning table to explain")->required();
-  sub->add_option("--coll", opts->coll, std::string("Collective: ") + tuner::collectiveNameList())
-      ->required();
-  sub->add_option("--nodes", opts->nodes, "Nodes in the communicator")
-      ->required()
+  sub->add_flag("--digest", opts->digest,
+                "Only print the table's SHA-256 (16 hex digits), the value a launcher exports "
+                "as NCCL_PILOT_TUNER_TABLE_SHA256");
+  sub->add_option("--coll", opts->coll,
+                  std::string("Collective: ") + tuner::collectiveNameList() + " (required)");
+  sub->add_option("--nodes", opts->nodes, "Nodes in the communicator (required)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
-  sub->add_option("--ranks", opts->ranks, "Ranks in the communicator (all nodes)")
-      ->required()
+  sub->add_option("--ranks", opts->ranks, "Ranks in the communicator, all nodes (required)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
   sub->add_option("--min", opts->min, "Smallest size in bytes (64K, 16M, 1G accepted)")
       ->capture_default_str();
   sub->add_option("--max", opts->max, "Largest size in bytes")->capture_default_str();
   sub->add_option("--nccl", opts->nccl,
-                  "NCCL release to act as, e.g. 2.21, 2.28.3 (default: the table's '#@ nccl:' "
-                  "line, else 2.30); picks the tuner ABI and cost-table shape");
+                  "NCCL release to act as, e.g. 2.21, 2.28.3, 2.32 (default: the table's '#@ "
+                  "nccl:' line, else 2.32); picks the tuner ABI, the cost-table shape and what "
+                  "nccl= keys match (a version without patch: its newest known release)");
+  sub->add_option("--fabric", opts->fabric,
+                  "Fabric the fabric= keys match: ib, roce, ethernet (default: what this "
+                  "machine detects)");
   sub->add_option("--enable", opts->enable,
                   "Also count ALGO[/PROTO] as usable, e.g. NVLS, NVLSTree/Simple, "
                   "collnet_direct (repeatable, comma-separated)")

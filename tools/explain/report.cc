@@ -54,6 +54,7 @@ void printExplainText(std::ostream& out, const ExplainContext& ctx,
   out << "table: " << ctx.table << "\n";
   out << "NCCL " << ctx.nccl.str() << ": tuner ABI v" << ctx.abi << ", cost table "
       << ctx.shape.numAlgo << " algorithms x " << ctx.shape.numProto << " protocols\n";
+  out << "fabric: " << fabricName(ctx.fabric) << "\n";
   out << tuner::collectiveName(ctx.coll) << " on " << ctx.nNodes << " node(s), " << ctx.nRanks
       << " ranks; pipeOps " << ctx.pipeOps << ", regBuff ";
   if (ctx.abi >= 4)
@@ -105,6 +106,7 @@ nlohmann::ordered_json explainJson(const ExplainContext& ctx,
   out["table"] = ctx.table;
   out["nccl"] = ctx.nccl.str();
   out["abi"] = ctx.abi;
+  out["fabric"] = fabricName(ctx.fabric);
   out["cost_table"] = {{"algorithms", ctx.shape.numAlgo}, {"protocols", ctx.shape.numProto}};
   out["collective"] = tuner::collectiveName(ctx.coll);
   out["nodes"] = ctx.nNodes;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "explain/model.h"
+#include "pilot/core/fabric.h"
 
 namespace pilot::cli {
 
@@ -23,6 +24,7 @@ struct ExplainContext {
   int pipeOps = 1;
   int regBuff = 0;
   CellMask usable;
+  Fabric fabric = Fabric::Ethernet;  ///< what the table's fabric= keys were matched with
 };
 
 /// A byte count readable at a glance yet exact: 64K, 8M, 64K+1, 128K-1, 4M+15, 2816K-1, 1000.

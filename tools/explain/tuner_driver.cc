@@ -5,6 +5,7 @@
 #include "abi/tuner_v4.h"
 #include "abi/tuner_v5.h"
 #include "abi/tuner_v6.h"
+#include "abi/tuner_v7.h"
 #include "explain/tuner_log.h"
 
 namespace pilot::cli {
@@ -58,15 +59,23 @@ Expected<std::unique_ptr<TunerDriver>> TunerDriver::create(const PluginLibrary& 
       rc = as<ncclTuner_v4_t>(plugin)->init(nRanks, nNodes, tunerLog, &d->context_);
       break;
     case 5:
-    case 6: {
+    case 6:
+    case 7: {
       // NCCL reports one NVL domain per node with the fewest and most ranks any node holds.
       ncclNvlDomainInfo_v5_t nvl{static_cast<int>(nNodes), static_cast<int>(nRanks / nNodes),
                                  static_cast<int>((nRanks + nNodes - 1) / nNodes)};
       ncclTunerConstants_v5_t constants{};
-      rc = setup.abi == 5 ? as<ncclTuner_v5_t>(plugin)->init(&d->context_, kCommId, nRanks, nNodes,
-                                                             tunerLog, &nvl, &constants)
-                          : as<ncclTuner_v6_t>(plugin)->init(&d->context_, kCommId, nRanks, nNodes,
-                                                             tunerLog, &nvl, &constants);
+      ncclTunerConstants_v7_t constants7{};
+      if (setup.abi == 5) {
+        rc = as<ncclTuner_v5_t>(plugin)->init(&d->context_, kCommId, nRanks, nNodes, tunerLog, &nvl,
+                                              &constants);
+      } else if (setup.abi == 6) {
+        rc = as<ncclTuner_v6_t>(plugin)->init(&d->context_, kCommId, nRanks, nNodes, tunerLog, &nvl,
+                                              &constants);
+      } else {
+        rc = as<ncclTuner_v7_t>(plugin)->init(&d->context_, kCommId, nRanks, nNodes, tunerLog, &nvl,
+                                              &constants7);
+      }
       break;
     }
     default:
@@ -97,6 +106,9 @@ TunerDriver::~TunerDriver() {
       break;
     case 6:
       as<ncclTuner_v6_t>(plugin_)->finalize(context_);
+      break;
+    case 7:
+      as<ncclTuner_v7_t>(plugin_)->finalize(context_);
       break;
   }
 }
@@ -139,17 +151,22 @@ Expected<Decision> TunerDriver::decide(Collective coll, uint64_t nBytes, int pip
       rc = as<ncclTuner_v6_t>(plugin_)->getCollInfo(context_, func(coll), nBytes, pipeOps,
                                                     costArg(after), na, np, regBuff, &nChannels);
       break;
+    case 7:
+      rc = as<ncclTuner_v7_t>(plugin_)->getCollInfo(context_, func(coll), nBytes, pipeOps,
+                                                    costArg(after), na, np, regBuff, &nChannels);
+      break;
   }
   if (rc != ncclSuccess) return callFailed("getCollInfo", rc);
   Decision d = classifyCostTable(before, after, nChannels);
   // NCCL asks for a chunk size once it has settled on one cell; explain only knows that cell
   // when the tuner selected it.
-  if (setup_.abi == 6 && d.cell) {
-    const auto* v6 = as<ncclTuner_v6_t>(plugin_);
-    if (v6->getChunkSize != nullptr) {
+  if (setup_.abi >= 6 && d.cell) {
+    const auto getChunkSize = setup_.abi == 6 ? as<ncclTuner_v6_t>(plugin_)->getChunkSize
+                                              : as<ncclTuner_v7_t>(plugin_)->getChunkSize;
+    if (getChunkSize != nullptr) {
       size_t chunk = 0;
-      rc = v6->getChunkSize(context_, func(coll), nBytes, static_cast<int>(d.cell->algo),
-                            static_cast<int>(d.cell->proto), nChannels, &chunk);
+      rc = getChunkSize(context_, func(coll), nBytes, static_cast<int>(d.cell->algo),
+                        static_cast<int>(d.cell->proto), nChannels, &chunk);
       if (rc != ncclSuccess) return callFailed("getChunkSize", rc);
       d.chunk = chunk;
     }

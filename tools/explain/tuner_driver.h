@@ -12,7 +12,7 @@
 namespace pilot::cli {
 
 struct TunerSetup {
-  int abi = 6;  ///< 2..6
+  int abi = 7;  ///< 2..7
   uint64_t nRanks = 1;
   uint64_t nNodes = 1;
   CostShape shape;
@@ -28,7 +28,7 @@ class TunerDriver {
   TunerDriver(const TunerDriver&) = delete;
   TunerDriver& operator=(const TunerDriver&) = delete;
 
-  /// One getCollInfo call (v6: plus getChunkSize for a selected cell), read as a Decision.
+  /// One getCollInfo call (v6+: plus getChunkSize for a selected cell), read as a Decision.
   /// regBuff is passed only from v4 on.
   /// Fails only if the plugin returns an error, which NCCL would turn into a failed collective.
   Expected<Decision> decide(Collective coll, uint64_t nBytes, int pipeOps, int regBuff) const;

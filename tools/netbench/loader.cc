@@ -1,44 +1,13 @@
 #include "netbench/loader.h"
 
 #include <dlfcn.h>
-#include <link.h>
 
-#include <climits>
 #include <cstdlib>
 
 #include "cli/plugin_loader.h"
 #include "pilot/core/text.h"
 
 namespace pilot::cli {
-namespace {
-
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// NCCL's plugin_open.cc: the prefixed name is only tried for a bare name that is not already
-// a "lib*.so" file name.
-std::vector<std::string> candidateFiles(const std::string& name) {
-  std::vector<std::string> files{name};
-  const bool isFileName = name.rfind("lib", 0) == 0 && endsWith(name, ".so");
-  if (name.find('/') == std::string::npos && !isFileName) {
-    files.push_back("libnccl-net-" + name + ".so");
-  }
-  return files;
-}
-
-std::string loadedPath(void* handle, const std::string& fallback) {
-  struct link_map* map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr ||
-      map->l_name[0] == '\0') {
-    return fallback;
-  }
-  char resolved[PATH_MAX];
-  return ::realpath(map->l_name, resolved) != nullptr ? resolved : map->l_name;
-}
-
-}  // namespace
 
 void* NetPluginLibrary::symbol(int abi) const {
   if (handle == nullptr) return nullptr;
@@ -55,7 +24,7 @@ Expected<NetPluginLibrary> loadNetPlugin(const std::string& spec) {
   for (std::string_view token : text::split(list, ',')) {
     const std::string name(text::trim(token));
     if (name.empty() || text::equalsIgnoreCase(name, "none")) continue;
-    for (const std::string& file : candidateFiles(name)) {
+    for (const std::string& file : ncclPluginFileNames(name, "libnccl-net")) {
       dlerror();
       void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (handle == nullptr) {
@@ -66,7 +35,7 @@ Expected<NetPluginLibrary> loadNetPlugin(const std::string& spec) {
       NetPluginLibrary lib;
       lib.requested = name;
       lib.handle = handle;
-      lib.path = loadedPath(handle, file);
+      lib.path = loadedLibraryPath(handle, file);
       for (int v = kNetAbiMin; v <= kNetAbiMax; ++v) {
         if (lib.symbol(v) != nullptr) lib.abis.push_back(v);
       }

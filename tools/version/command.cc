@@ -46,16 +46,22 @@ std::string abiName(int v) {
   return v == 0 ? "none" : "v" + std::to_string(v);
 }
 
-void printText(const PluginLibrary& lib, const std::vector<int>& tuner, const std::vector<int>& net,
-               bool settings) {
-  std::cout << "plugin:    " << lib.path() << "\n"
-            << "tuner ABI: " << abiList(tuner) << "\n"
-            << "net ABI:   " << abiList(net) << "\n"
+/// What the library exports, per plugin kind.
+struct Exported {
+  std::vector<int> tuner, net, profiler;
+};
+
+void printText(const PluginLibrary& lib, const Exported& abis, bool settings) {
+  std::cout << "plugin:       " << lib.path() << "\n"
+            << "tuner ABI:    " << abiList(abis.tuner) << "\n"
+            << "net ABI:      " << abiList(abis.net) << "\n"
+            << "profiler ABI: " << abiList(abis.profiler) << "\n"
             << "NCCL releases served (the newest exported symbol each one knows):\n";
   for (const NcclRelease& r : servedReleases()) {
-    std::cout << "  NCCL " << std::left << std::setw(10) << r.label() << " tuner " << std::setw(5)
-              << abiName(newestWithin(tuner, r.tunerMin, r.tunerMax)) << " net "
-              << abiName(newestWithin(net, r.netMin, r.netMax)) << "\n";
+    std::cout << "  NCCL " << std::left << std::setw(14) << r.label() << " tuner " << std::setw(5)
+              << abiName(newestWithin(abis.tuner, r.tunerMin, r.tunerMax)) << " net "
+              << std::setw(5) << abiName(newestWithin(abis.net, r.netMin, r.netMax)) << " profiler "
+              << abiName(newestWithin(abis.profiler, r.profilerMin, r.profilerMax)) << "\n";
   }
   if (!settings) return;
   size_t nameWidth = 0, defaultWidth = 7;
@@ -73,20 +79,22 @@ void printText(const PluginLibrary& lib, const std::vector<int>& tuner, const st
   }
 }
 
-nlohmann::ordered_json toJson(const PluginLibrary& lib, const std::vector<int>& tuner,
-                              const std::vector<int>& net, bool settings) {
+nlohmann::ordered_json toJson(const PluginLibrary& lib, const Exported& abis, bool settings) {
   using json = nlohmann::ordered_json;
   auto orNull = [](int v) { return v == 0 ? json(nullptr) : json(v); };
   json out;
   out["version"] = pilot::kVersion;
   out["plugin"] = lib.path();
-  out["tuner_abi"] = tuner;
-  out["net_abi"] = net;
+  out["tuner_abi"] = abis.tuner;
+  out["net_abi"] = abis.net;
+  out["profiler_abi"] = abis.profiler;
   json releases = json::array();
   for (const NcclRelease& r : servedReleases()) {
-    releases.push_back({{"nccl", r.label()},
-                        {"tuner_abi", orNull(newestWithin(tuner, r.tunerMin, r.tunerMax))},
-                        {"net_abi", orNull(newestWithin(net, r.netMin, r.netMax))}});
+    releases.push_back(
+        {{"nccl", r.label()},
+         {"tuner_abi", orNull(newestWithin(abis.tuner, r.tunerMin, r.tunerMax))},
+         {"net_abi", orNull(newestWithin(abis.net, r.netMin, r.netMax))},
+         {"profiler_abi", orNull(newestWithin(abis.profiler, r.profilerMin, r.profilerMax))}});
   }
   out["nccl"] = std::move(releases);
   if (settings) {
@@ -107,14 +115,15 @@ int runVersion(const VersionOptions& opts) {
   if (!opts.json) std::cout << "nccl-pilot " << pilot::kVersion << "\n";
   auto lib = PluginLibrary::open(opts.plugin.empty() ? defaultPluginPath() : opts.plugin);
   if (!lib.ok()) return reportError(lib.error());
-  const std::vector<int> tuner = lib->tunerAbis(), net = lib->netAbis();
+  const Exported abis{lib->tunerAbis(), lib->netAbis(), lib->profilerAbis()};
   if (opts.json) {
-    std::cout << toJson(*lib, tuner, net, opts.settings).dump(2) << "\n";
+    std::cout << toJson(*lib, abis, opts.settings).dump(2) << "\n";
   } else {
-    printText(*lib, tuner, net, opts.settings);
+    printText(*lib, abis, opts.settings);
   }
-  if (tuner.empty() && net.empty()) {
-    return reportError(lib->path() + " exports no ncclTunerPlugin_v* or ncclNetPlugin_v* symbol");
+  if (abis.tuner.empty() && abis.net.empty() && abis.profiler.empty()) {
+    return reportError(
+        lib->path() + " exports no ncclTunerPlugin_v*, ncclNetPlugin_v* or ncclProfiler_v* symbol");
   }
   return 0;
 }

@@ -121,6 +121,9 @@ std::optional<std::vector<unsigned>> parseCpuList(std::string_view cpulist) {
     std::optional<uint64_t> lo = text::parseUnsigned(ends[0]);
     std::optional<uint64_t> hi = ends.size() == 2 ? text::parseUnsigned(ends[1]) : lo;
     if (!lo || !hi || *lo > *hi || *hi >= kMaxCpus) return std::nullopt;
+    // Repeated ranges must not multiply what a garbage list allocates: no machine lists more
+    // CPUs than there are CPU numbers.
+    if (cpus.size() + (*hi - *lo + 1) > kMaxCpus) return std::nullopt;
     for (uint64_t c = *lo; c <= *hi; ++c) cpus.push_back(static_cast<unsigned>(c));
   }
   return cpus;

@@ -72,16 +72,21 @@ FabricChoice chooseFabric(const std::vector<RdmaPort>& ports, const EnvLookup& e
   const NcclNameList hca = NcclNameList::parse(readText(env, kIbHca).value_or(""));
   const RdmaPort* ib = nullptr;
   const RdmaPort* roce = nullptr;
+  bool unusable = false;
   std::string seen;
   for (const RdmaPort& p : ports) {
     if (!hca.matches(p.device, p.port)) continue;
     if (!seen.empty()) seen += "; ";
     seen += describe(p);
     if (p.state != "ACTIVE") continue;
+    // NCCL's IB transport serves InfiniBand and RoCE ports only. Another link layer ("Unknown"
+    // on AWS EFA, whose traffic needs the aws-ofi-nccl plugin) does not count as RDMA here.
     if (p.linkLayer == "Ethernet") {
       if (!roce) roce = &p;
-    } else if (!ib) {
-      ib = &p;  // InfiniBand, or a link layer the kernel does not say: NCCL treats it as IB
+    } else if (p.linkLayer == "InfiniBand") {
+      if (!ib) ib = &p;
+    } else {
+      unusable = true;
     }
   }
   if (ib || roce) {
@@ -94,6 +99,9 @@ FabricChoice chooseFabric(const std::vector<RdmaPort>& ports, const EnvLookup& e
     choice.why = "no RDMA device";
   } else if (seen.empty()) {
     choice.why = std::string(kIbHca) + " selects none of the RDMA ports";
+  } else if (unusable) {
+    choice.why = "no RDMA port NCCL's IB transport serves (" + seen +
+                 "; an EFA device needs the aws-ofi-nccl net plugin)";
   } else {
     choice.why = "no RDMA port ACTIVE (" + seen + ")";
   }

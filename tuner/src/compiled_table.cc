@@ -82,11 +82,16 @@ HotRule makeHot(const Rule& r, uint32_t index, const Range& size) {
 
 }  // namespace
 
-CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& shape) {
+CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& shape,
+                                     const ProcessFacts& facts) {
   CompiledTable out;
   out.shape_ = shape;
   for (const Rule& r : table.rules) {
-    if (matchesShape(r, shape)) out.rules_.push_back(r);
+    if (!matchesShape(r, shape)) continue;
+    const bool fabricOk = fabricAdmits(r, facts), ncclOk = ncclAdmits(r, facts);
+    out.droppedByFabric_ += fabricOk ? 0 : 1;
+    out.droppedByNccl_ += ncclOk ? 0 : 1;
+    if (fabricOk && ncclOk) out.rules_.push_back(r);
   }
   const uint32_t n = static_cast<uint32_t>(out.rules_.size());
   for (int ci = 0; ci < kNumCollectives; ++ci) {
@@ -125,24 +130,105 @@ CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& 
       lane.linear = std::move(members);
       continue;
     }
-    lane.starts = std::move(cuts);
-    lane.offsets.reserve(lane.starts.size() + 1);
+    if (members.empty()) {
+      lane.starts = std::move(cuts);  // {0}: no interval, no index, nothing to find
+      continue;
+    }
+    lane.intervals.reserve(cuts.size() + 1);
     lane.entries.reserve(total);
-    for (const auto& list : lists) {
-      lane.offsets.push_back(static_cast<uint32_t>(lane.entries.size()));
-      lane.entries.insert(lane.entries.end(), list.begin(), list.end());
+    for (size_t k = 0; k < cuts.size(); ++k) {
+      Interval iv{};
+      iv.hi = k + 1 < cuts.size() ? cuts[k + 1] - 1 : kMax;
+      iv.first = static_cast<uint32_t>(lane.entries.size());
+      if (!lists[k].empty()) iv.direct = PlainSelect::of(lists[k].front());
+      lane.intervals.push_back(iv);
+      lane.entries.insert(lane.entries.end(), lists[k].begin(), lists[k].end());
     }
-    lane.offsets.push_back(static_cast<uint32_t>(lane.entries.size()));
-    const auto intervalOf = [&](uint64_t v) {
-      return static_cast<uint32_t>(std::upper_bound(lane.starts.begin(), lane.starts.end(), v) -
-                                   lane.starts.begin() - 1);
-    };
-    for (unsigned b = 0; b <= 64; ++b) {
-      lane.byBitLength[b] = intervalOf(b == 0 ? 0 : (uint64_t{1} << (b - 1)));
-    }
-    lane.byBitLength[65] = static_cast<uint32_t>(lane.starts.size() - 1);
+    lane.intervals.push_back(Interval{kMax, static_cast<uint32_t>(lane.entries.size()), {}});
+    lane.starts = std::move(cuts);
+    buildIndex(lane);
   }
   return out;
+}
+
+namespace {
+
+/// The smallest size in bucket `b` of CompiledTable's log-linear index with `bits` bits.
+uint64_t bucketStart(size_t b, unsigned bits) {
+  if (b < (size_t{2} << bits)) return b;
+  const unsigned shift = static_cast<unsigned>(b >> bits) - 1;
+  return static_cast<uint64_t>(b - (static_cast<size_t>(shift) << bits)) << shift;
+}
+
+size_t bucketCount(unsigned bits) {
+  return static_cast<size_t>(65 - bits) << bits;
+}
+
+}  // namespace
+
+void CompiledTable::buildIndex(Lane& lane) {
+  const std::vector<uint64_t>& starts = lane.starts;
+  const auto intervalOf = [&](uint64_t v) {
+    return static_cast<uint32_t>(std::upper_bound(starts.begin(), starts.end(), v) -
+                                 starts.begin() - 1);
+  };
+  // The coarsest index under which no bucket holds two edges: a lookup is then one bucket read
+  // and one comparison. Tables with edges closer than that keep the finest index, and their
+  // crowded buckets are searched.
+  const auto crowded = [&](size_t b, unsigned bits) {
+    const uint64_t lo = bucketStart(b, bits);
+    const uint64_t hi = b + 1 < bucketCount(bits) ? bucketStart(b + 1, bits) - 1 : kMax;
+    return intervalOf(hi) > intervalOf(lo) + 1;
+  };
+  unsigned bits = 0;
+  for (; bits < kMaxIndexBits; ++bits) {
+    bool any = false;
+    for (size_t b = 0, n = bucketCount(bits); b < n && !any; ++b) any = crowded(b, bits);
+    if (!any) break;
+  }
+  const size_t n = bucketCount(bits);
+  lane.indexBits = bits;
+  lane.index.resize(n + 1);
+  for (size_t b = 0; b < n; ++b) {
+    lane.index[b] = intervalOf(bucketStart(b, bits)) | (crowded(b, bits) ? kSearch : 0);
+  }
+  lane.index[n] = static_cast<uint32_t>(starts.size() - 1);  // the search's end for the last one
+}
+
+const CompiledTable::Interval* CompiledTable::search(const Lane& lane, size_t bucket,
+                                                     uint64_t nBytes) {
+  // The first interval whose hi >= nBytes among those the bucket touches.
+  uint32_t lo = lane.index[bucket] & ~kSearch, hi = lane.index[bucket + 1] & ~kSearch;
+  const Interval* iv = lane.intervals.data();
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (iv[mid].hi < nBytes)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return iv + lo;
+}
+
+PlainSelect PlainSelect::of(const HotRule& h) {
+  PlainSelect p;
+  const bool plain = h.selectAlgo >= 0 && h.pipeLo == 0 && h.pipeHi == UINT32_MAX &&
+                     h.regBuff < 0 && h.rule <= kMaxRule && h.channels >= 0 && h.channels < 128;
+  if (!plain) return p;
+  const uint32_t cell = static_cast<uint32_t>(h.selectAlgo * kNumProtocols + h.selectProto);
+  p.bits = 1u | cell << 1 | static_cast<uint32_t>(h.channels) << 6 | h.rule << 13;
+  return p;
+}
+
+CompiledTable::SizeIndex CompiledTable::sizeIndex(Collective coll) const {
+  const Lane& lane = lanes_[static_cast<int>(coll)];
+  if (lane.index.empty()) return {};
+  return {lane.index.data(), lane.intervals.data(), lane.indexBits};
+}
+
+unsigned CompiledTable::indexBits(Collective coll) const {
+  const Lane& lane = lanes_[static_cast<int>(coll)];
+  return lane.index.empty() ? 0 : lane.indexBits;
 }
 
 const std::vector<uint64_t>& CompiledTable::boundaries(Collective coll) const {

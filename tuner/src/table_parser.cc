@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "pilot/core/file.h"
+#include "pilot/core/sha256.h"
 #include "pilot/core/text.h"
 #include "pilot/tuner/table.h"
 
@@ -281,6 +282,7 @@ bool Rule::selectsOneCell() const {
 ParsedTable parseTable(std::string_view text, std::string source) {
   ParsedTable out;
   out.table.source = std::move(source);
+  out.table.sha256 = sha256Hex(text);
   int lineNo = 0;
   size_t pos = 0;
   while (pos <= text.size()) {

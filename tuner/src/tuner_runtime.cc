@@ -1,7 +1,11 @@
 #include "pilot/tuner/tuner_runtime.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include "pilot/core/text.h"
 #include "pilot/tuner/decision.h"
+#include "pilot/version.h"
 
 namespace pilot::tuner {
 namespace {
@@ -36,21 +40,48 @@ TunerContext::TunerContext(std::shared_ptr<const CompiledTable> table,
       trace_(trace),
       nNodes_(compiled_ ? compiled_->shape().nNodes : 1) {
   if (!logger_) logger_ = std::make_unique<NullLogger>();
+  for (int c = 0; c < kNumCollectives && table_ != nullptr; ++c) {
+    index_[c] = table_->sizeIndex(static_cast<Collective>(c));
+  }
 }
 
-void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
-                               int numAlgo, int numProto, int regBuff,
-                               int* nChannels) const noexcept {
+void TunerContext::getCollInfoSlow(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
+                                   int numAlgo, int numProto, int regBuff,
+                                   int* nChannels) const noexcept {
   if (table_ == nullptr || costTable == nullptr || !validCollective(collType)) return;
+  const auto coll = static_cast<Collective>(collType);
+  const CompiledTable::Interval* iv = table_->interval(coll, nBytes);
+  if (iv == nullptr) {  // the linear fallback, or no rule for this collective
+    walkCandidates(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels,
+                   table_->candidates(coll, nBytes));
+    return;
+  }
+  CompiledTable::Span span = table_->candidatesOf(coll, iv);
+  const PlainSelect direct = iv->direct;
+  if (direct.valid()) {
+    const int a = direct.cell() / kNumProtocols, p = direct.cell() % kNumProtocols;
+    if (a < numAlgo && p < numProto && costTable[a * numProto + p] >= 0.0f) {
+      costTable[a * numProto + p] = 0.0f;
+      if (direct.channels() > 0 && nChannels != nullptr) *nChannels = direct.channels();
+      remember(collType, nBytes, direct.rule(), numPipeOps);
+      return;
+    }
+    ++span.begin;  // that candidate does not apply: the walk goes on behind it
+  }
+  walkCandidates(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels,
+                 span);
+}
+
+void TunerContext::walkCandidates(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
+                                  int numAlgo, int numProto, int regBuff, int* nChannels,
+                                  CompiledTable::Span span) const noexcept {
   const uint32_t pipeOps = numPipeOps < 0 ? 0 : static_cast<uint32_t>(numPipeOps);
-  const CompiledTable::Span span = table_->candidates(static_cast<Collective>(collType), nBytes);
-  const HotRule* hit = nullptr;
+  uint32_t rule = kNoRule;
   for (const HotRule* h = span.begin; h != span.end; ++h) {
     if (nBytes < h->sizeLo || nBytes > h->sizeHi) continue;
     if (pipeOps < h->pipeLo || pipeOps > h->pipeHi) continue;
     if (h->regBuff >= 0 && h->regBuff != regBuff) continue;
     if (h->selectAlgo >= 0) {
-      // The common case, inline: one cell, written only if NCCL left it usable.
       if (h->selectAlgo >= numAlgo || h->selectProto >= numProto) continue;
       float& cell = costTable[h->selectAlgo * numProto + h->selectProto];
       if (!(cell >= 0.0f)) continue;
@@ -62,15 +93,16 @@ void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps, fl
     } else if (h->channels > 0 && nChannels != nullptr) {
       *nChannels = h->channels;
     }
-    hit = h;
+    rule = h->rule;
     break;
   }
-  memoRule_.store(packMemo(collType, hit ? hit->rule : kNoRule), std::memory_order_relaxed);
-  memoBytes_.store(nBytes, std::memory_order_relaxed);
-  if (trace_) {
-    traceDecision(*logger_, "getCollInfo", collType, nBytes, numPipeOps,
-                  hit ? &table_->rule(hit->rule) : nullptr);
-  }
+  remember(collType, nBytes, rule, numPipeOps);
+}
+
+void TunerContext::traceCall(int collType, uint64_t nBytes, uint32_t rule,
+                             int numPipeOps) const noexcept {
+  traceDecision(*logger_, "getCollInfo", collType, nBytes, numPipeOps,
+                rule != kNoRule ? &table_->rule(rule) : nullptr);
 }
 
 void TunerContext::getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport, int nvlsSupport,
@@ -125,9 +157,46 @@ TunerRuntime& TunerRuntime::process() {
   return runtime;
 }
 
-const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {
+namespace {
+
+constexpr size_t kLoggedDigest = 16;  // hex digits of a table's SHA-256 the logs show
+
+bool isHex(std::string_view s) {
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+/// "fabric ib (mlx5_0 port 1 ACTIVE, InfiniBand), NCCL 2.32.6 (ncclGetVersion in libnccl.so.2)"
+std::string describeFacts(const ProcessFacts& f) {
+  std::string out = "fabric ";
+  out += f.fabric ? fabricName(*f.fabric) : "unknown";
+  if (!f.fabricWhy.empty()) out += " (" + f.fabricWhy + ")";
+  out += ", NCCL " + formatNcclVersions(f.nccl);
+  if (!f.ncclWhy.empty()) out += " (" + f.ncclWhy + ")";
+  return out;
+}
+
+}  // namespace
+
+std::string TunerRuntime::digestProblem(const std::string& path, const TuningTable& table) const {
+  auto expected = readText(env_, setting::kTunerTableSha256);
+  if (!expected) return {};
+  const std::string want = text::toLower(*expected);
+  if (want.size() < 8 || want.size() > 64 || !isHex(want)) {
+    return std::string(setting::kTunerTableSha256) + "=" + expected->substr(0, 80) +
+           " is not a SHA-256 prefix (8 to 64 hex digits)";
+  }
+  if (table.sha256.compare(0, want.size(), want) == 0) return {};
+  return path + ": sha256 " + table.sha256.substr(0, std::max(kLoggedDigest, want.size())) +
+         " is not the " + setting::kTunerTableSha256 + "=" + want + " the job expects";
+}
+
+const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log, const ProcessFacts& facts) {
   if (loaded_) return *loaded_;
   Loaded& out = loaded_.emplace(Loaded{});  // not emplace(): clang 14 rejects it (nested NSDMI)
+  PILOT_LOG(log, Info, subsys::Init | subsys::Tuning, "nccl-pilot %s", kVersion);
 
   bool strict = false;
   auto strictSetting = readBool(env_, setting::kTunerStrict, false);
@@ -148,6 +217,9 @@ const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {
   }
   out.enabled = true;
 
+  // The table is a file on each node: a node holding another version of it would decide
+  // differently from the others. Its digest goes into the log, and a launcher can pin it
+  // (NCCL_PILOT_TUNER_TABLE_SHA256) so that such a node steps aside loudly (or, strict, fails).
   const char* from = setting::kTunerTable;
   auto path = readText(env_, setting::kTunerTable);
   if (!path) {
@@ -162,6 +234,7 @@ const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {
 
   ParsedTable parsed = loadTableFile(*path);
   size_t logged = 0;
+  bool unreadable = false;
   for (const Diagnostic& d : parsed.diagnostics) {
     if (logged++ == kMaxLoggedDiagnostics) {
       PILOT_LOG(log, Warn, subsys::Tuning, "%s: %zu more bad lines not shown", path->c_str(),
@@ -169,6 +242,7 @@ const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {
       break;
     }
     if (d.line == 0) {
+      unreadable = true;
       PILOT_LOG(log, Warn, subsys::Tuning, "%s (from %s): %s; NCCL keeps its own decisions",
                 path->c_str(), from, d.message.c_str());
     } else {
@@ -182,15 +256,38 @@ const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log) {
                        " problem(s) and " + setting::kTunerStrict + "=1";
     return out;
   }
+  if (unreadable) return out;
+  if (std::string problem = digestProblem(*path, parsed.table); !problem.empty()) {
+    if (strict) {
+      out.strictFailure = true;
+      out.strictReason = problem + " and " + setting::kTunerStrict + "=1";
+      return out;
+    }
+    PILOT_LOG(log, Warn, subsys::Init | subsys::Tuning,
+              "%s; NCCL keeps its own decisions on this rank (set %s=1 to fail instead)",
+              problem.c_str(), setting::kTunerStrict);
+    return out;
+  }
   std::string provenance;
   for (const auto& [key, value] : parsed.table.provenance) {
     if (!provenance.empty()) provenance += ", ";
     provenance += key + " " + value;
   }
+  size_t withFabric = 0, withNccl = 0, fabricKept = 0, ncclKept = 0;
+  for (const Rule& r : parsed.table.rules) {
+    withFabric += r.fabrics != 0 ? 1 : 0;
+    withNccl += r.ncclVersions.any() ? 0 : 1;
+    fabricKept += r.fabrics != 0 && fabricAdmits(r, facts) ? 1 : 0;
+    ncclKept += !r.ncclVersions.any() && ncclAdmits(r, facts) ? 1 : 0;
+  }
   PILOT_LOG(log, Info, subsys::Init | subsys::Tuning,
-            "loaded %zu rules from %s (%zu lines skipped)%s%s", parsed.table.rules.size(),
-            path->c_str(), parsed.diagnostics.size(), provenance.empty() ? "" : "; ",
-            provenance.c_str());
+            "loaded %zu rules from %s (sha256 %s, %zu lines skipped)%s%s",
+            parsed.table.rules.size(), path->c_str(),
+            parsed.table.sha256.substr(0, kLoggedDigest).c_str(), parsed.diagnostics.size(),
+            provenance.empty() ? "" : "; ", provenance.c_str());
+  PILOT_LOG(log, Info, subsys::Init | subsys::Tuning,
+            "matching %s: fabric= on %zu rules (%zu hold), nccl= on %zu rules (%zu hold)",
+            describeFacts(facts).c_str(), withFabric, fabricKept, withNccl, ncclKept);
   out.table = std::make_shared<const TuningTable>(std::move(parsed.table));
   return out;
 }
@@ -201,21 +298,9 @@ Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
   std::shared_ptr<const CompiledTable> compiled;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const Loaded& loaded = loadOnce(*logger);
+    const Loaded& loaded = loadOnce(*logger, params.facts);
     if (loaded.strictFailure) return Error{loaded.strictReason};
-    if (loaded.table) {
-      CommShape shape = CommShape::from(params.nRanks, params.nNodes);
-      if (params.ranksPerNode) shape.ranksPerNode = params.ranksPerNode;
-      if (params.unevenNodes) shape.ranksPerNode.reset();
-      auto it = cache_.find(shape);
-      if (it != cache_.end()) {
-        compiled = it->second;
-      } else {
-        compiled =
-            std::make_shared<const CompiledTable>(CompiledTable::compile(*loaded.table, shape));
-        if (cache_.size() < kMaxCachedShapes) cache_.emplace(shape, compiled);
-      }
-    }
+    compiled = compileLocked(loaded, params);
   }
   if (params.abiVersion == 2 && compiled &&
       (readText(env_, setting::kNcclAlgo) || readText(env_, setting::kNcclProto))) {
@@ -230,12 +315,36 @@ Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
     trace = text::equalsIgnoreCase(*debug, "TRACE");
   if (compiled) {
     PILOT_LOG(*logger, Info, subsys::Init | subsys::Tuning,
-              "communicator %llu ranks on %llu nodes: %zu rules apply (tuner ABI v%d)",
+              "communicator %llu ranks on %llu nodes: %zu rules apply (tuner ABI v%d; %s; %zu "
+              "dropped by fabric=, %zu by nccl=)",
               static_cast<unsigned long long>(params.nRanks),
               static_cast<unsigned long long>(params.nNodes), compiled->ruleCount(),
-              params.abiVersion);
+              params.abiVersion, describeFacts(params.facts).c_str(), compiled->droppedByFabric(),
+              compiled->droppedByNccl());
   }
   return std::make_unique<TunerContext>(std::move(compiled), std::move(logger), trace);
+}
+
+std::shared_ptr<const CompiledTable> TunerRuntime::compileLocked(const Loaded& loaded,
+                                                                 const ContextParams& params) {
+  if (!loaded.table) return nullptr;
+  CommShape shape = CommShape::from(params.nRanks, params.nNodes);
+  if (params.ranksPerNode) shape.ranksPerNode = params.ranksPerNode;
+  if (params.unevenNodes) shape.ranksPerNode.reset();
+  auto key = std::make_pair(shape, params.facts);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  auto compiled = std::make_shared<const CompiledTable>(
+      CompiledTable::compile(*loaded.table, shape, params.facts));
+  if (cache_.size() < kMaxCachedShapes) cache_.emplace(std::move(key), compiled);
+  return compiled;
+}
+
+TunerRuntime::Compiled TunerRuntime::compiledFor(const ContextParams& params, Logger& logger) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Loaded& loaded = loadOnce(logger, params.facts);
+  if (loaded.strictFailure || !loaded.table) return {};
+  return {loaded.table, compileLocked(loaded, params)};
 }
 
 size_t TunerRuntime::cachedShapes() {

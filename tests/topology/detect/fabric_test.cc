@@ -121,6 +121,22 @@ TEST(Fabric, IbHcaSelectsThePortsNcclWouldUse) {
   EXPECT_EQ(none.why, "NCCL_IB_HCA selects none of the RDMA ports");
 }
 
+TEST(Fabric, EfaIsNotAnRdmaFabricNcclsIbServes) {
+  // AWS EFA: /sys/class/infiniband/rdmap16s27 (or efa_0), port ACTIVE, link layer "Unknown".
+  const FabricChoice c = chooseFabric({port("rdmap16s27", 1, "ACTIVE", "Unknown")}, envOf({}));
+  EXPECT_FALSE(c.rdma);
+  EXPECT_EQ(c.fabric, Fabric::Ethernet);
+  EXPECT_EQ(c.why,
+            "no RDMA port NCCL's IB transport serves (rdmap16s27 port 1 ACTIVE, Unknown; an EFA "
+            "device needs the aws-ofi-nccl net plugin)");
+  // Beside a real HCA the HCA decides.
+  EXPECT_EQ(chooseFabric({port("mlx5_0", 1, "ACTIVE", "InfiniBand"),
+                          port("rdmap16s27", 1, "ACTIVE", "Unknown")},
+                         envOf({}))
+                .fabric,
+            Fabric::InfiniBand);
+}
+
 TEST(Fabric, BrokenTreeGivesPortsWithWhatCouldBeRead) {
   // mlx5_9's device link dangles; its ports still read (1 DOWN, 2 ACTIVE).
   const std::vector<RdmaPort> ports = listRdmaPorts(SysfsRoot(testing::dataRoot("broken")));

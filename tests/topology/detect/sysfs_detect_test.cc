@@ -1,9 +1,14 @@
 // detectFromSysfs on the recorded trees in ../data (see its README).
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include "detect_internal.h"
 #include "pilot/topology/affinity.h"
 #include "pilot/topology/sources.h"
+#include "pilot/topology/sysfs_facts.h"
 #include "test_support.h"
 
 namespace pilot::topology {
@@ -325,6 +330,54 @@ TEST(Cpumap, ConvertsBetweenListsAndMaps) {
   EXPECT_EQ(*list, (std::vector<unsigned>{0, 1, 2, 3, 8}));
   EXPECT_FALSE(detail::parseCpuList("0-4000000000"));
   EXPECT_FALSE(detail::parseCpuList("3-1"));
+  // A garbage list repeating the widest range must not allocate for each repetition.
+  std::string repeated = "0-65535";
+  for (int i = 0; i < 4000; ++i) repeated += ",0-65535";
+  EXPECT_FALSE(detail::parseCpuList(repeated));
+  EXPECT_EQ(detail::parseCpuList("0-65535")->size(), 65536u);
+}
+
+}  // namespace
+}  // namespace pilot::topology
+
+namespace pilot::topology {
+namespace {
+
+// sysfs_facts.h: the current link next to the maximum, read through the root like detection.
+TEST(SysfsFacts, CurrentAndMaximumLinkOfAFunction) {
+  char tmpl[] = "/tmp/pilot-sysfs-facts-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  const std::string dir = root + "/sys/devices/pci0000:00/0000:00:01.0";
+  ASSERT_EQ(system(("mkdir -p " + dir + " " + root + "/sys/bus/pci/devices").c_str()), 0);
+  auto put = [&](const std::string& name, const std::string& value) {
+    FILE* f = fopen((dir + "/" + name).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs(value.c_str(), f);
+    fclose(f);
+  };
+  put("current_link_speed", "8.0 GT/s PCIe\n");
+  put("current_link_width", "4\n");
+  put("max_link_speed", "16 GT/s\n");  // the kernel < 5.7 spelling
+  put("max_link_width", "255\n");      // "unknown" on some kernels
+  ASSERT_EQ(symlink("../../../devices/pci0000:00/0000:00:01.0",
+                    (root + "/sys/bus/pci/devices/0000:00:01.0").c_str()),
+            0);
+  const SysfsRoot sysfs(root);
+  const BusId bus = *BusId::parse("0000:00:01.0");
+  EXPECT_EQ(pciDevicePath(sysfs, bus), "/sys/devices/pci0000:00/0000:00:01.0");
+  std::optional<PciLinkState> link = readPciLinkState(sysfs, bus);
+  ASSERT_TRUE(link);
+  EXPECT_EQ(link->currentGeneration, 3);
+  EXPECT_EQ(link->currentWidth, 4);
+  EXPECT_EQ(link->maxGeneration, 4);
+  EXPECT_EQ(link->maxWidth, 0);
+  EXPECT_EQ(link->currentSpeed, "8.0 GT/s PCIe");
+  EXPECT_FALSE(readPciLinkState(sysfs, *BusId::parse("0000:00:02.0")));
+  EXPECT_EQ(pcieGenerationOf("Unknown"), 0);
+  EXPECT_EQ(pcieSpeedText(5), "32.0 GT/s PCIe");
+  EXPECT_EQ(parseCpuListText("0-1,4")->size(), 3u);
+  ASSERT_EQ(system(("rm -rf " + root).c_str()), 0);
 }
 
 }  // namespace

@@ -26,13 +26,31 @@ namespace pilot::calibration {
 constexpr double kDefaultMargin = 0.05;
 constexpr int kDefaultMinRepeats = 2;
 
+/// Without repeats of the default the noise is estimated from the data, and more evidence is
+/// demanded: a gain must beat this many standard deviations of the difference of two single
+/// measurements, the margin counts this many times over (a whole run may be shifted, which no
+/// single run shows), and a band needs this many adjacent winning sizes.
+constexpr double kEstimatedNoiseDeviations = 2.0;
+constexpr double kEstimatedMarginFactor = 2.0;
+constexpr int kEstimatedBandSizes = 3;
+/// Fewer measured sizes than this leave too few neighbours to estimate the noise from.
+constexpr int kMinSizesToEstimateNoise = 5;
+/// expect= points a rule carries at most (the table parser's limit).
+constexpr size_t kMaxExpectPoints = tuner::kMaxExpectedTimes;
+
 struct FitOptions {
   double margin = kDefaultMargin;       ///< minimum relative gain over NCCL's default
   int minRepeats = kDefaultMinRepeats;  ///< runs a series needs for its spread to count
-  std::string toolVersion;              ///< for "#@ fitted-by"
-  std::vector<std::string> inputs;      ///< for "#@ inputs"
-  std::string date;                     ///< for "#@ date"; "" = now, UTC
+  /// The rules' nccl= and fabric= keys: "" = from the logs (unknown stays unkeyed), "any" =
+  /// none, else the key's value as the table writes it ("2.27", "2.27-2.28", "ib|roce").
+  std::string nccl, fabric;
+  std::string toolVersion;          ///< for "#@ fitted-by"
+  std::vector<std::string> inputs;  ///< for "#@ inputs"
+  std::string date;                 ///< for "#@ date"; "" = now, UTC
 };
+
+/// Checks FitOptions::nccl and ::fabric as the table parser reads them.
+Status checkKeyOptions(const FitOptions& options);
 
 /// NCCL's default at a size, in Decision::chosen and Band::series.
 constexpr int kDefaultChoice = -1;
@@ -43,6 +61,40 @@ constexpr int kDefaultChoice = -1;
 /// configuration, and three repeats estimate it poorly, so the estimate pools them and keeps
 /// the largest: when unsure, NCCL's default stays.
 double noiseAt(const Shape& shape, size_t i, int minRepeats);
+
+/// What a shape's decisions rest on (docs/calibration.md, "Evidence").
+enum class EvidenceKind {
+  Repeats,    ///< the default ran at least --min-repeats times: noise measured over repeats
+  Estimated,  ///< fewer: noise estimated from the data, a larger bar, longer bands
+  TooLittle,  ///< no default, or too few sizes to estimate the noise from: no rules
+};
+
+/// "repeats", "estimated noise", "too little evidence".
+const char* evidenceName(EvidenceKind kind);
+
+struct ShapeEvidence {
+  EvidenceKind kind = EvidenceKind::TooLittle;
+  int defaultRuns = 0;
+  int bandSizes = 2;  ///< adjacent winning sizes a band needs
+  double floor = 0;   ///< the smallest bar: the margin (doubled when the noise is estimated)
+  /// Per size of the default: the noise a gain must beat there (relative). Repeats: noiseAt.
+  /// Estimated: kEstimatedNoiseDeviations standard deviations of the difference of two single
+  /// measurements, or the measured spread of repeated configurations where that is larger.
+  std::vector<double> noise;
+  /// Estimated only, per size: the noise of one measurement's log-time, from the roughness of
+  /// every configuration's log-time against log-size around the line through its neighbours
+  /// (and from in-place against out-of-place times where they differ), pooled over the size
+  /// and its two neighbours either side, as a robust standard deviation.
+  std::vector<double> sigma;
+  bool usedInPlace = false;  ///< in-place times joined the estimate
+  std::string summary;       ///< one line: what the decisions rest on
+
+  /// The bar a gain must beat at the i-th size: max(floor, noise).
+  double bar(size_t i) const;
+};
+
+/// The evidence a shape's runs give (a shape without a default gets TooLittle).
+ShapeEvidence assessEvidence(const Shape& shape, const FitOptions& options);
 
 /// The fit's verdict at one measured size of one shape.
 struct Decision {
@@ -72,6 +124,10 @@ struct Band {
   int sizes = 0;
   double minGain = 0, maxGain = 0;
   bool extended = false;  ///< hi lies past lastSize by the alpha-beta models
+  /// Cliff-safe edges: the measured size below (above) the band lost to the default by more
+  /// than the bar there, so the band starts (ends) at its first (last) measured size instead
+  /// of the geometric midpoint: nothing between a winning and a losing size is claimed.
+  bool cliffBelow = false, cliffAbove = false;
 };
 
 /// How the last band was (or was not) carried past the largest measured size.
@@ -89,7 +145,12 @@ struct ShapeFit {
   ShapeKey key;
   std::vector<Band> bands;  ///< every measured size in exactly one band, defaults included
   SizeExtension extension;
+  ShapeEvidence evidence;
   std::string note;  ///< why the shape has no rules, when that is not the data's verdict
+  /// The rules' nccl= and fabric= keys (any = unkeyed) and where they came from, one line.
+  tuner::Range ncclVersions;
+  tuner::FabricMask fabrics = 0;
+  std::string keys;
 };
 
 /// Leave-one-node-count-out error of the node model for one configuration.

@@ -57,6 +57,13 @@ struct Run {
   int nodes = 0;            ///< 0 = unknown
   int ranks = 0;            ///< 0 = unknown
   std::string ncclVersion;  ///< "2.29.2" when the output says
+  /// The network NCCL says it used ("Using network Socket", "IB", a net plugin's name such as
+  /// "Libfabric"); "" = not logged.
+  std::string network;
+  /// The tuning table's fabric= bits (tuner::bit(pilot::Fabric)) this run's output implies, as
+  /// topology/fabric.h defines the fabric: from the network NCCL logged, or an environment
+  /// that kept NCCL's IB transport out (NCCL_IB_DISABLE, NCCL_NET); 0 = unknown.
+  uint8_t fabrics = 0;
   Config config;
   int repeat = 0;  ///< 0-based index among runs with the same config, shape and collective
                    ///< (and setup), in input order; -1 for failed runs (never counted)

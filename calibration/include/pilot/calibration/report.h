@@ -2,19 +2,28 @@
 // no scripts or styles fetched), a text summary, and optionally gnuplot charts.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "pilot/calibration/evaluate.h"
 #include "pilot/calibration/fit.h"
 #include "pilot/tuner/table.h"
 
 namespace pilot::calibration {
 
+/// The report's table scored on its own inputs and on sweeps it was not fitted on.
+struct HeldOutScores {
+  std::vector<std::string> inputs;  ///< the held-out sweeps
+  TableScore inSample, heldOut;
+};
+
 struct ReportOptions {
   std::string title = "nccl-pilot calibration report";
   std::vector<std::string> inputs;
   std::string toolVersion;
-  std::string date;  ///< "" = now, UTC
+  std::string date;                     ///< "" = now, UTC
+  std::optional<HeldOutScores> scores;  ///< report --holdout
 };
 
 /// Which choices the report shows: the fit's own, or a given table's.

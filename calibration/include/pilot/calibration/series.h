@@ -34,6 +34,9 @@ struct SizeStat {
   double timeUs = 0;  ///< median over the runs of each run's out-of-place time
   double spread = 0;  ///< (max - min) / median over the runs; 0 with one run
   double minUs = 0, maxUs = 0;
+  /// Median in-place time; 0 when no run printed one. Not compared with out-of-place times
+  /// (another buffer arrangement), only a second look at the noise where the two differ.
+  double inPlaceUs = 0;
   double busbw = 0;           ///< median bus bandwidth, GB/s
   std::vector<double> times;  ///< one per run that measured this size, in run order
 };
@@ -55,6 +58,8 @@ struct Shape {
   std::vector<Series> series;
   int defaultSeries = -1;   ///< index of NCCL's default in `series`, -1 when not measured
   std::string ncclVersion;  ///< the version the runs report when they agree, else ""
+  uint8_t fabrics = 0;      ///< Run::fabrics when every run knows it and they agree, else 0
+  std::string network;      ///< Run::network when every run logged the same one, else ""
 
   const Series* defaults() const {
     return defaultSeries < 0 ? nullptr : &series[static_cast<size_t>(defaultSeries)];

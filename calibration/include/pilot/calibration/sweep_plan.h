@@ -25,7 +25,11 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 struct PlanOptions {
   std::vector<std::string> collectives = {"allreduce", "allgather", "reducescatter"};
   std::vector<Config> configs;  ///< empty = defaultSweepConfigs()
-  int repeats = 3;
+  /// Runs of each forced configuration, and of NCCL's default. The default's repeats measure
+  /// the noise every gain must beat (docs/calibration.md); a forced configuration's repeats
+  /// let a gain be checked in every run. See budgetNotes for what fewer cost.
+  int repeats = 2;
+  int defaultRepeats = 3;
   std::vector<int> nodes = {1};
   int gpusPerNode = 0;  ///< ranks per node; required
   uint64_t minBytes = 8;
@@ -68,6 +72,15 @@ struct SweepPlan {
 
 /// default, NCCL_ALGO=Ring, NCCL_ALGO=Tree, NCCL_PROTO=LL, NCCL_PROTO=LL128, NCCL_PROTO=Simple.
 std::vector<Config> defaultSweepConfigs();
+
+/// The repeats fit needs for its strongest evidence: the default 3 times, forced
+/// configurations twice.
+constexpr int kBudgetDefaultRepeats = 3;
+constexpr int kBudgetForcedRepeats = 2;
+
+/// What a plan's repeats cost in evidence when they fall short of the budget above, one line
+/// each (empty when they meet it).
+std::vector<std::string> budgetNotes(const PlanOptions& options);
 
 /// Checks the options and lays out the runs: repeats outermost, then node counts,
 /// collectives and configurations, so a slow drift of the machine spreads over every

@@ -36,12 +36,18 @@ std::optional<std::string> readText(const EnvLookup& env, const char* name);
 /// One of `choices` ('|'-separated), matched case-insensitively and returned as spelled there.
 Expected<std::string> readChoice(const EnvLookup& env, const char* name, const char* choices,
                                  const char* fallback);
+/// An integer in [low, high]: decimal, or with `bytes` a byte count with a binary suffix
+/// (64K, 1M). Unset or blank gives `fallback`; anything else is an Error naming the variable.
+Expected<uint64_t> readUnsigned(const EnvLookup& env, const char* name, uint64_t low, uint64_t high,
+                                uint64_t fallback, bool bytes = false);
 
 namespace setting {
 constexpr const char* kTunerTable = "NCCL_PILOT_TUNER_TABLE";
 constexpr const char* kTunerConfigFile = "NCCL_TUNER_CONFIG_FILE";
 constexpr const char* kTunerStrict = "NCCL_PILOT_TUNER_STRICT";
 constexpr const char* kTunerEnable = "NCCL_PILOT_TUNER";
+constexpr const char* kTunerTableSha256 = "NCCL_PILOT_TUNER_TABLE_SHA256";
+constexpr const char* kTunerFabric = "NCCL_PILOT_TUNER_FABRIC";
 constexpr const char* kNcclAlgo = "NCCL_ALGO";
 constexpr const char* kNcclProto = "NCCL_PROTO";
 constexpr const char* kNcclDebug = "NCCL_DEBUG";

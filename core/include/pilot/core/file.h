@@ -22,4 +22,12 @@ Expected<std::string> readFile(const std::string& path);
 /// Replaces the file's content; an Error "cannot write PATH".
 Status writeFile(const std::string& path, const std::string& content);
 
+/// Replaces the file's content so that a reader sees the old or the new file, never a part:
+/// writes PATH.tmp beside it, then renames it over PATH. An Error "cannot write PATH: why".
+Status writeFileAtomically(const std::string& path, const std::string& content);
+
+/// Creates a directory and its missing parents (mode 0755 before the umask); an Error
+/// "cannot create DIR: why" unless it exists as a directory afterwards.
+Status makeDirectories(const std::string& dir);
+
 }  // namespace pilot

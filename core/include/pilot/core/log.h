@@ -17,6 +17,7 @@ constexpr unsigned long Net = 0x10;
 constexpr unsigned long Graph = 0x20;
 constexpr unsigned long Tuning = 0x40;
 constexpr unsigned long Env = 0x80;
+constexpr unsigned long Profile = 0x4000;  ///< NCCL_PROFILE
 }  // namespace subsys
 
 class Logger {

@@ -40,10 +40,12 @@ struct FabricChoice {
   std::string why;
 };
 
-/// The fabric NCCL will use. RDMA when some port is ACTIVE and NCCL has not been told to leave
-/// IB alone (NCCL_IB_DISABLE=1, or NCCL_NET naming another network); then InfiniBand when an
-/// ACTIVE port's link layer is InfiniBand (IB first, as NCCL orders its devices), else RoCE.
-/// Everything else is Ethernet. Same ports and environment -> same answer on every rank.
+/// The fabric NCCL will use. RDMA when some port NCCL_IB_HCA selects is ACTIVE with an
+/// InfiniBand or Ethernet (RoCE) link layer and NCCL has not been told to leave IB alone
+/// (NCCL_IB_DISABLE=1, or NCCL_NET naming another network); then InfiniBand when such a port is
+/// InfiniBand (IB first), else RoCE. Everything else is Ethernet, including devices with another
+/// link layer (AWS EFA reports "Unknown": NCCL's IB cannot drive it). Same ports and
+/// environment -> same answer on every rank.
 FabricChoice chooseFabric(const std::vector<RdmaPort>& ports, const EnvLookup& env);
 
 /// chooseFabric on the ports under `sysfsRoot` (NCCL_PILOT_SYSFS_ROOT, "/" by default).

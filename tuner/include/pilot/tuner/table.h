@@ -94,7 +94,8 @@ struct Diagnostic {
 };
 
 struct TuningTable {
-  std::string source;                                           ///< file name, for messages
+  std::string source;  ///< file name, for messages
+  std::string sha256;  ///< 64 hex digits of the text parsed (the file's bytes); "" if unread
   std::vector<std::pair<std::string, std::string>> provenance;  ///< "#@ key: value" lines
   std::vector<Rule> rules;
 };

@@ -26,6 +26,9 @@ struct ContextParams {
   /// NCCL said nodes hold different numbers of ranks: rules with rpn= never match.
   bool unevenNodes = false;
   int abiVersion = 6;
+  /// The fabric and the running NCCL's version (plugin/ reads them; process_facts.h says why
+  /// they must be alike on every node). The default knows neither.
+  ProcessFacts facts;
 };
 
 /// Per-communicator state. All calls are const, allocation-free and lock-free, so NCCL may call
@@ -37,8 +40,10 @@ class TunerContext {
 
   /// v3+: edits NCCL's cost table (float[numAlgo][numProto]) and maybe *nChannels.
   /// regBuff < 0 means the ABI does not pass it (v3): rules with regbuff= do not match.
-  void getCollInfo(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
-                   int numProto, int regBuff, int* nChannels) const noexcept;
+  /// Inline: its common case (see below) is a handful of loads, cheaper than a call's set-up.
+  __attribute__((always_inline)) void getCollInfo(int collType, uint64_t nBytes, int numPipeOps,
+                                                  float* costTable, int numAlgo, int numProto,
+                                                  int regBuff, int* nChannels) const noexcept;
 
   /// v2 (NCCL 2.21): writes *algorithm and *protocol (both or neither) and maybe *nChannels.
   void getCollInfoV2(int collType, uint64_t nBytes, int collNetSupport, int nvlsSupport,
@@ -55,6 +60,22 @@ class TunerContext {
   Logger& logger() const { return *logger_; }
 
  private:
+  /// getCollInfo in full: the interval, its plain select if any, then its candidates in
+  /// priority order (and the linear fallback, and no table at all).
+  void getCollInfoSlow(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
+                       int numProto, int regBuff, int* nChannels) const noexcept;
+  void walkCandidates(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
+                      int numProto, int regBuff, int* nChannels,
+                      CompiledTable::Span span) const noexcept;
+  void remember(int collType, uint64_t nBytes, uint32_t rule, int numPipeOps) const noexcept {
+    memoRule_.store(packMemo(collType, rule), std::memory_order_relaxed);
+    memoBytes_.store(nBytes, std::memory_order_relaxed);
+    if (__builtin_expect(trace_, 0)) traceCall(collType, nBytes, rule, numPipeOps);
+  }
+  void traceCall(int collType, uint64_t nBytes, uint32_t rule, int numPipeOps) const noexcept;
+
+  /// Each collective's size index, copied out of the table (empty when there is none).
+  CompiledTable::SizeIndex index_[kNumCollectives];
   std::shared_ptr<const CompiledTable> compiled_;
   const CompiledTable* table_ = nullptr;  // null: the context never touches anything
   std::unique_ptr<Logger> logger_;
@@ -71,6 +92,41 @@ class TunerContext {
   mutable std::atomic<uint32_t> memoRule_{~0u};
 };
 
+inline void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps,
+                                      float* costTable, int numAlgo, int numProto, int regBuff,
+                                      int* nChannels) const noexcept {
+  // The common case: the size's bucket holds at most one edge and its interval's first rule is
+  // a plain select whose cell NCCL left usable. Everything else goes the full way; without a
+  // table there is nothing to do.
+  if (static_cast<unsigned>(collType) >= static_cast<unsigned>(kNumCollectives)) return;
+  if (index_[collType].buckets != nullptr && costTable != nullptr) {
+    if (const CompiledTable::Interval* iv = index_[collType].direct(nBytes)) {
+      // NCCL's tables have 3 protocols, so the packed cell index is NCCL's own.
+      const PlainSelect d = iv->direct;
+      const int cell = d.cell();
+      if (d.valid() && numProto == kNumProtocols && cell < numAlgo * kNumProtocols &&
+          costTable[cell] >= 0.0f) {
+        costTable[cell] = 0.0f;
+        if (nChannels != nullptr) {
+          // Stored back unchanged when the rule keeps NCCL's count: no unpredictable branch on
+          // tables that set channels every few bands.
+          const int keep = *nChannels, set = d.channels();
+          *nChannels = set > 0 ? set : keep;
+        }
+        remember(collType, nBytes, d.rule(), numPipeOps);
+        return;
+      }
+    }
+  }
+  if (table_ != nullptr) {
+    getCollInfoSlow(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
+  }
+}
+
+/// Every rank must decide alike: its inputs that are not NCCL's (the same on every rank) are
+/// the table file, the facts (process_facts.h) and this process's settings (NCCL_PILOT_TUNER*,
+/// NCCL_TUNER_CONFIG_FILE, NCCL_ALGO/NCCL_PROTO under ABI v2), which a launcher must give every
+/// rank alike. The table's digest is logged, and can be pinned, for that reason.
 class TunerRuntime {
  public:
   explicit TunerRuntime(EnvLookup env);
@@ -80,12 +136,22 @@ class TunerRuntime {
   /// contexts share ownership of their compiled tables, so none dangles meanwhile.
   static TunerRuntime& process();
 
-  /// Builds a communicator's context. Fails only in strict mode with a bad table.
+  /// Builds a communicator's context. Fails only in strict mode, with a bad table or one whose
+  /// digest is not NCCL_PILOT_TUNER_TABLE_SHA256's.
   Expected<std::unique_ptr<TunerContext>> createContext(const ContextParams& params,
                                                         std::unique_ptr<Logger> logger);
 
-  /// Compiled tables currently cached (one per communicator shape seen).
+  /// Compiled tables currently cached (one per communicator shape and facts seen).
   size_t cachedShapes();
+
+  /// The loaded table and its compilation for a communicator's shape, exactly as
+  /// createContext builds them (both null: no table, tuner disabled, or a strict-mode
+  /// failure). For the profiler, which credits NCCL's decisions to the table's rules.
+  struct Compiled {
+    std::shared_ptr<const TuningTable> table;
+    std::shared_ptr<const CompiledTable> compiled;
+  };
+  Compiled compiledFor(const ContextParams& params, Logger& logger);
 
   static constexpr size_t kMaxCachedShapes = 256;
 
@@ -96,12 +162,18 @@ class TunerRuntime {
     std::string strictReason;
     std::shared_ptr<const TuningTable> table;  // null: no table, NCCL decides
   };
-  const Loaded& loadOnce(Logger& logger);
+  const Loaded& loadOnce(Logger& logger, const ProcessFacts& facts);
+  /// Empty when NCCL_PILOT_TUNER_TABLE_SHA256 is unset or names this table; else the WARN.
+  std::string digestProblem(const std::string& path, const TuningTable& table) const;
+  /// The cached compilation for the shape and facts of `params` (mutex_ held); null without a
+  /// table.
+  std::shared_ptr<const CompiledTable> compileLocked(const Loaded& loaded,
+                                                     const ContextParams& params);
 
   EnvLookup env_;
   std::mutex mutex_;
   std::optional<Loaded> loaded_;
-  std::map<CommShape, std::shared_ptr<const CompiledTable>> cache_;
+  std::map<std::pair<CommShape, ProcessFacts>, std::shared_ptr<const CompiledTable>> cache_;
 };
 
 }  // namespace pilot::tuner

@@ -1,0 +1,130 @@
+// One communicator as the profiler sees it: who it is, the table compiled for its shape (to
+// credit NCCL's decisions to rules, and their calibrated times), and fixed tables of aggregates
+// per (operation, size bucket, algorithm/protocol, channels, decision). Built at profiler init;
+// the event path (event_path.h) only reads the immutable parts and adds to atomics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pilot/core/log.h"
+#include "pilot/metrics/aggregate.h"
+#include "pilot/metrics/expectation.h"
+#include "pilot/metrics/operation.h"
+#include "pilot/metrics/settings.h"
+#include "pilot/tuner/tuner_runtime.h"
+
+namespace pilot::metrics {
+
+struct CommIdentity {
+  uint64_t commId = 0;
+  std::string name;  ///< NCCL's commName, made printable; "" when NCCL gave none
+  int nNodes = 1;
+  int nRanks = 1;
+  int rank = 0;
+  int abiVersion = 5;  ///< the profiler ABI NCCL loaded
+  std::string gpu;     ///< "GPU<n>" from the CUDA driver, or "unknown"
+  /// The fabric and NCCL version the table's fabric=/nccl= keys are matched against, read as
+  /// the tuner reads them (plugin/tuner/process_facts), so both compile the same rules.
+  tuner::ProcessFacts facts;
+};
+
+/// The fields an aggregation key packs (decision: index into the compiled table's rules, or
+/// kNcclDecided).
+struct KeyFields {
+  static constexpr uint16_t kNcclDecided = 0xffff;
+  Operation op = Operation::AllReduce;
+  uint8_t bucket = 0;
+  uint8_t algorithm = kUnknownAlgorithm;
+  uint8_t protocol = kUnknownProtocol;
+  uint8_t channels = 0;
+  uint16_t decision = kNcclDecided;
+
+  uint64_t pack() const;
+  static KeyFields unpack(uint64_t key);
+};
+
+/// Why a collective or kernel event was not measured (nccl_pilot_profiler_events_total).
+enum class Skip : uint8_t {
+  SampledOut,     ///< sequence number not a multiple of NCCL_PILOT_METRICS_SAMPLE
+  BelowMinBytes,  ///< NCCL_PILOT_METRICS_MIN_BYTES
+  Unknown,        ///< an operation or datatype NCCL named that we do not measure
+  NoChannels,     ///< 0 or more than 64 kernel channels: nothing to time
+  NoSlot,         ///< every in-flight slot was taken
+  Untimed,        ///< a channel stopped without a GPU stop time
+  IgnoredKernel,  ///< a kernel event for another channel than the collective has, or twice
+  Count,
+};
+const char* skipName(Skip s);
+
+class CommMonitor {
+ public:
+  static constexpr unsigned kMaxKeys = 64;  ///< distinct keys; more share "other"
+  static constexpr unsigned kOtherKey = kMaxKeys;
+
+  CommMonitor(CommIdentity identity, const MetricsSettings& settings,
+              tuner::TunerRuntime::Compiled table);
+
+  const CommIdentity& identity() const { return identity_; }
+  const MetricsSettings& settings() const { return settings_; }
+
+  // ---- the event path (allocation-free, lock-free) ----
+  /// The rule that made NCCL run this (index into the compiled table) or kNcclDecided.
+  uint16_t decide(Operation op, uint64_t messageBytes, uint8_t algorithm, uint8_t protocol,
+                  int channels) const;
+  /// The calibrated time of `decision` for this operation, 0 when the rule has none.
+  double expectedNs(uint16_t decision, Operation op, uint64_t messageBytes) const;
+  /// The aggregate index of `key`, inserting it; kOtherKey once kMaxKeys are taken.
+  unsigned keyIndex(uint64_t key);
+  KeyAggregate& aggregate(unsigned index) { return aggregates_[index]; }
+  void count(Skip s) { skips_[static_cast<int>(s)].fetch_add(1, std::memory_order_relaxed); }
+  void countSeen() { seen_.fetch_add(1, std::memory_order_relaxed); }
+  void countMeasured() { measured_.fetch_add(1, std::memory_order_relaxed); }
+
+  /// Shared ownership between the communicator (until finalize) and its in-flight slots: the
+  /// monitor is deleted by whoever lets go last.
+  void retain() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release();
+
+  // ---- for the exporter ----
+  struct KeyView {
+    KeyFields fields;
+    bool other = false;
+    unsigned index = 0;  ///< the aggregate's index (kOtherKey for "other")
+    KeyTotals totals;
+  };
+  /// Every key seen so far with its totals, by aggregate index (the slot of a key never moves).
+  std::vector<KeyView> keys() const;
+  uint64_t seen() const { return seen_.load(std::memory_order_relaxed); }
+  uint64_t measured() const { return measured_.load(std::memory_order_relaxed); }
+  uint64_t skipped(Skip s) const {
+    return skips_[static_cast<int>(s)].load(std::memory_order_relaxed);
+  }
+  /// "rule 3 (line 12)" for a compiled rule index, "NCCL" for kNcclDecided.
+  std::string decisionLabel(uint16_t decision) const;
+  /// The size range of the decision's rule ("1M..4M"), for drift warnings; "" for NCCL.
+  std::string decisionBand(uint16_t decision) const;
+  size_t ruleCount() const { return table_.compiled ? table_.compiled->ruleCount() : 0; }
+
+ private:
+  ~CommMonitor() = default;  // release() deletes
+
+  CommIdentity identity_;
+  MetricsSettings settings_;
+  tuner::TunerRuntime::Compiled table_;
+  std::vector<ExpectationCurve> curves_;  // per compiled rule
+  std::vector<int> ordinals_;             // 1-based position of each compiled rule in the file
+
+  static constexpr unsigned kSlots = 2 * kMaxKeys;
+  std::atomic<uint64_t> slots_[kSlots] = {};  // open addressing: (key << 8) | (index + 1)
+  std::atomic<unsigned> nextIndex_{0};
+  KeyAggregate aggregates_[kMaxKeys + 1];
+  std::atomic<uint64_t> seen_{0}, measured_{0};
+  std::atomic<uint64_t> skips_[static_cast<int>(Skip::Count)] = {};
+  std::atomic<int64_t> refs_{1};
+};
+
+}  // namespace pilot::metrics

@@ -1,0 +1,49 @@
+// What one export writes: every communicator's keys with their totals since the communicator
+// was created and since the previous export (NCCL Inspector's metrics are per interval, ours
+// are cumulative), and how the event path fared. Rendered as a Prometheus textfile
+// (prometheus.h) and as JSON lines (summary.h); built by the runtime (runtime.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pilot/metrics/comm_monitor.h"
+#include "pilot/metrics/event_path.h"
+
+namespace pilot::metrics {
+
+struct KeyReport {
+  KeyFields fields;
+  bool other = false;    ///< the shared key past CommMonitor::kMaxKeys
+  std::string decision;  ///< "rule 2 (line 7)" or "NCCL"
+  std::string band;      ///< the rule's size range, "" for NCCL
+  KeyTotals total;       ///< since the communicator was created
+  KeyTotals interval;    ///< since the previous export
+};
+
+struct CommReport {
+  CommIdentity identity;
+  bool finalized = false;
+  uint64_t seen = 0, measured = 0;
+  uint64_t skipped[static_cast<int>(Skip::Count)] = {};
+  std::vector<KeyReport> keys;
+};
+
+struct ProcessReport {
+  std::string node;        ///< host name
+  std::string slurmJobId;  ///< "unknown" when unset
+  std::string version;     ///< nccl-pilot's
+  long pid = 0;
+  uint64_t orphans[static_cast<int>(Orphan::Count)] = {};
+  uint32_t slotsInUse = 0, slots = 0;
+  std::vector<CommReport> comms;
+};
+
+/// Bus bandwidth in GB/s of totals (sum of bus bytes over sum of time); 0 without time.
+double busGbs(const KeyTotals& t);
+
+/// A communicator id as both exports print it: "0x" and lowercase hex digits.
+std::string commIdText(uint64_t commId);
+
+}  // namespace pilot::metrics

@@ -1,0 +1,144 @@
+"""The checks of the GPU run's "metrics" phase (tests/gpu/run.sh): the tuned phase again with our
+profiler plugin (NCCL_PROFILER_PLUGIN) writing into <phase>/metrics (NCCL_PILOT_METRICS_DIR).
+
+  profiler      NCCL loaded our profiler on every rank and we said we measure
+  metrics-files one textfile and one JSON-lines summary per rank, every communicator finalized
+  metrics-count every (collective, size) of the run appears on every rank with exactly the
+                iterations rank.py ran
+  metrics-time  every such kernel time is positive and within the host's wall time per
+                iteration (a kernel runs inside the iteration that waits for it)
+  metrics-rule  where the table selects, the summary credits the decision to that table line
+Used by check.py; docs/validation.md explains them.
+"""
+import json
+import re
+
+RE_PROFILER_LOADED = re.compile(  # 2.28+: "Loaded Pilot (v5)"; 2.27: "loaded Pilot"
+    r"PROFILER/Plugin: [Ll]oaded (\S+?)(?: \(v(\d+)\))?$", re.M)
+RE_MEASURING = re.compile(r"PROFILER/Pilot: measuring collectives")
+NCCL_NAMES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter"}
+ELEMENT = 4  # float32, as rank.py runs them
+
+
+def message_bytes(coll, size, ranks):
+    """The profiler's message size: count x element, per rank for all-gather/reduce-scatter."""
+    return size if coll == "allreduce" else size // ranks
+
+
+def bucket(nbytes):
+    return 1 << (nbytes.bit_length() - 1) if nbytes > 0 else 1
+
+
+def read_summaries(directory):
+    """{rank: {"comms": [...], "colls": [...]}} from every nccl_pilot_*.jsonl, and notes."""
+    out, notes = {}, []
+    for path in sorted(directory.glob("nccl_pilot_*.jsonl")):
+        comms, colls = [], []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                notes.append(f"{path.name}:{number}: not JSON")
+                continue
+            if obj.get("kind") == "communicator":
+                comms.append(obj)
+            elif obj.get("kind") == "collective":
+                colls.append(obj)
+        ranks = {c["rank"] for c in comms}
+        if len(ranks) != 1:
+            notes.append(f"{path.name}: {len(ranks)} ranks in one process's summary")
+            continue
+        out[ranks.pop()] = {"comms": comms, "colls": colls, "file": path.name}
+    return out, notes
+
+
+def check_profiler(report, phase):
+    loaded = [m[0] if m else None for m in phase.all_logs(RE_PROFILER_LOADED)]
+    measuring = [bool(m) for m in phase.all_logs(RE_MEASURING)]
+    ok = all(l and l[0] == "Pilot" for l in loaded) and all(measuring)
+    versions = sorted({f"v{l[1]}" for l in loaded if l and l[1]})
+    report.add(phase.name, "profiler", ok,
+               f"NCCL loaded profiler Pilot through ncclProfiler_{'/'.join(versions) or '?'} and "
+               "we measure on every rank" if ok else
+               f"profiler line per rank: {loaded}; 'measuring collectives' per rank: {measuring}")
+
+
+def check_metrics(report, phase, sizes, iters, expects):
+    summaries, notes = read_summaries(phase.dir / "metrics")
+    proms = sorted(p.name for p in (phase.dir / "metrics").glob("nccl_pilot_*.prom"))
+    unfinished = [f"rank {r}" for r, s in summaries.items()
+                  if not s["comms"] or not all(c.get("finalized") for c in s["comms"])]
+    ok = (len(summaries) == phase.ranks and len(proms) == phase.ranks and not unfinished
+          and not notes)
+    report.add(phase.name, "metrics-files", ok,
+               f"{len(proms)} textfiles and {len(summaries)} summaries, one per rank, every "
+               "communicator finalized" if ok else
+               f"{len(proms)} textfiles, summaries of ranks {sorted(summaries)} (want "
+               f"{phase.ranks}); not finalized: {unfinished or '-'}; {'; '.join(notes) or ''}")
+
+    wrong_count, wrong_time, wrong_rule, checked, credited = [], [], [], 0, 0
+    for rank in range(phase.ranks):
+        result = phase.results[rank] or {}
+        colls = summaries.get(rank, {}).get("colls", [])
+        for op in result.get("ops", []):
+            coll, size = op["coll"], op["bytes"]
+            want = bucket(message_bytes(coll, size, phase.ranks))
+            rows = [c for c in colls if c.get("collective") == NCCL_NAMES[coll]
+                    and c.get("size_bucket_bytes") == want]
+            calls = sum(c["calls"] for c in rows)
+            checked += 1
+            if calls != op["iters"]:
+                wrong_count.append(f"rank {rank} {coll} {size}: {calls} measured, "
+                                   f"{op['iters']} run")
+                continue
+            mean_us = sum(c["time_us"]["sum"] for c in rows) / calls
+            wall_us = (op.get("ms_per_iter") or 0) * 1000
+            if not 0 < mean_us <= wall_us:
+                wrong_time.append(f"rank {rank} {coll} {size}: kernel {mean_us:.1f} us, "
+                                  f"wall {wall_us:.1f} us per iteration")
+            # rank.py's sizes are what NCCL hands the tuner, as explain's bands are.
+            band = next((b for b in expects.get(coll, {}).get("ranges", [])
+                         if b["min"] <= size <= b["max"] and b.get("decision") == "select"),
+                        None)
+            if band:
+                lines = {f"(line {line})" for line in band.get("lines", [])}
+                if all(any(c.get("decision", "").endswith(l) for l in lines) for c in rows):
+                    credited += 1
+                else:
+                    wrong_rule.append(f"rank {rank} {coll} {size}: "
+                                      f"{sorted({c.get('decision') for c in rows})}, table "
+                                      f"line {sorted(lines)}")
+    want_ops = phase.ranks * 3 * len(sizes)
+    ok = not wrong_count and checked == want_ops
+    report.add(phase.name, "metrics-count", ok,
+               f"all {checked} (rank, collective, size) measured exactly {iters} times" if ok else
+               f"{checked} of {want_ops} checked; " + "; ".join(wrong_count[:3]))
+    report.add(phase.name, "metrics-time", not wrong_time and checked > 0,
+               "every kernel time is positive and within the wall time per iteration"
+               if not wrong_time else "; ".join(wrong_time[:3]))
+    report.add(phase.name, "metrics-rule", not wrong_rule and credited > 0,
+               f"{credited} (rank, collective, size) decisions credited to the table line that "
+               "selects them" if not wrong_rule and credited else
+               ("; ".join(wrong_rule[:3]) or "no decision of the table to credit"))
+
+
+def profiler_cost(phases, gpus):
+    """Time per operation with our profiler (metrics) over without it (tuned): NCCL's kernel
+    instrumentation for KernelCh events and our callbacks together. Information, not a check."""
+    ours, theirs = phases.get("metrics", {}), phases.get("tuned", {})
+    ratios = []
+    for key, ms in ours.get("ms_per_iter", {}).items():
+        base = theirs.get("ms_per_iter", {}).get(key)
+        if ms and base:
+            ratios.append(ms / base)
+    if not ratios:
+        return None
+    geomean = 1.0
+    for r in ratios:
+        geomean *= r ** (1 / len(ratios))
+    caveat = ("ranks time-share one GPU, so this is not a performance figure" if gpus == 1
+              else f"{gpus} GPUs")
+    return {"metrics_over_tuned": round(geomean, 3), "operations": len(ratios),
+            "note": f"time per operation with the profiler / without, geomean of {len(ratios)} "
+                    f"(collective, size): {geomean:.2f} ({caveat})"}
+

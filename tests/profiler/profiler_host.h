@@ -1,0 +1,110 @@
+// A fake NCCL for the profiler ABI: loads the built module as NCCL does (dlopen RTLD_NOW |
+// RTLD_LOCAL, the newest ncclProfiler_vN it is told to use) and emits a collective's events in
+// NCCL's order (src/plugin/profiler.cc, 2.27 .. 2.30):
+//   host thread   [v5+] GroupApi start, CollApi start   (NCCL sends these parents along whenever
+//                 Group start                             Coll is asked for; v4 sees no API
+//                 Coll start, Coll stop ("enqueued")      events), their stops
+//   proxy thread  per channel: KernelCh start (parent = the Coll's handle, GPU start),
+//                 recordEventState(KernelChStop, GPU stop), KernelCh stop
+// Events NCCL would not send for the activation mask the plugin returned are not sent.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profiler_host_abi.h"
+
+namespace fakeprof {
+
+/// Every line the plugin logged through the logger NCCL passes (thread-safe).
+std::vector<std::string> loggedLines();
+void clearLog();
+void captureLog(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
+                const char* fmt, ...);
+
+class Module {
+ public:
+  explicit Module(const std::string& path);
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  /// NCCL's dlclose when its profiler refcount drops to zero.
+  void unload();
+
+  bool ok() const { return handle_ != nullptr; }
+  const std::string& error() const { return error_; }
+  const ncclProfiler_v4_t* v4 = nullptr;
+  const ncclProfiler_v5_t* v5 = nullptr;
+  const ncclProfiler_v6_t* v6 = nullptr;
+
+ private:
+  void* handle_ = nullptr;
+  std::string error_;
+};
+
+struct ChannelTimes {
+  uint64_t startNs = 0, stopNs = 0;  ///< GPU globaltimer values; 0 = none reported
+  bool recordStop = true;            ///< false: no KernelChStop state before the stop
+};
+
+struct Collective {
+  std::string func = "AllReduce";
+  size_t count = 0;
+  std::string datatype = "ncclFloat32";
+  std::string algo = "RING";
+  std::string proto = "SIMPLE";
+  uint64_t seqNumber = 0;
+  std::vector<ChannelTimes> channels;  ///< one per channel NCCL runs it on
+};
+
+/// A collective's channels, each taking `ns` times (1 - step * channel), from `start` on:
+/// channel 0 is the longest, so the collective takes exactly `ns`.
+std::vector<ChannelTimes> channelsTaking(int nChannels, uint64_t ns, uint64_t start,
+                                         double step = 0.02);
+
+class Comm {
+ public:
+  /// init through ABI version `abi` (4, 5 or 6).
+  Comm(const Module& module, int abi, uint64_t commId, const std::string& name, int nNodes,
+       int nRanks, int rank, ncclDebugLogger_t logger = captureLog);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  ncclResult_t initResult() const { return initResult_; }
+  int mask() const { return mask_; }
+  void* context() const { return context_; }
+  int abi() const { return abi_; }
+  int nRanks() const { return nRanks_; }
+
+  /// The host side of one collective; returns the handle the proxy gets (the Coll's).
+  void* enqueue(const Collective& c);
+  /// The Coll start alone (its stop comes with stopColl), for tests of odd orders.
+  void* startColl(const Collective& c, void* parent = nullptr);
+  void stopColl(void* handle);
+  /// The proxy side of one channel (nothing when the mask has no KernelCh).
+  void kernelChannel(void* collHandle, int channel, const ChannelTimes& t);
+  void kernels(void* collHandle, const Collective& c);
+  /// A raw startEvent with the given type and parent; returns the handle.
+  void* startRaw(uint64_t type, void* parent, int channel = 0, uint64_t pTimer = 0, pid_t pid = 0);
+  void stopRaw(void* handle);
+  void recordRaw(void* handle, ncclProfilerEventState_t state, uint64_t pTimer);
+
+  void finalize();
+
+ private:
+  template <typename Descr>
+  void* start(Descr& d);
+
+  const Module& module_;
+  int abi_;
+  int nRanks_;
+  int rank_;
+  ncclResult_t initResult_ = ncclInternalError;
+  int mask_ = 0;
+  void* context_ = nullptr;
+  bool finalized_ = false;
+};
+
+}  // namespace fakeprof

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# A real node_exporter (textfile collector) and a real Prometheus server, started here, scrape
+# what the library wrote (NCCL_PILOT_METRICS_DIR) and what it serves (NCCL_PILOT_METRICS_PORT)
+# while the fake NCCL replays a scenario; queries must bring the library's figures back.
+# Exits 77 (skip) with one line when a binary is missing, unless CI=true.
+# Usage: prometheus_e2e.sh REPLAY PROFILER_MODULE
+set -euo pipefail
+
+[[ $# -eq 2 ]] || { echo "usage: $0 REPLAY PROFILER_MODULE" >&2; exit 2; }
+replay=$1
+module=$2
+
+skip() {
+  if [[ ${CI:-} == true ]]; then
+    echo "FAIL: $1 (CI needs it: tools/install-deps.sh)"
+    exit 1
+  fi
+  echo "SKIP: $1"
+  exit 77
+}
+for tool in prometheus prometheus-node-exporter python3; do
+  command -v "$tool" >/dev/null || skip "$tool not installed (Debian packages prometheus, prometheus-node-exporter)"
+done
+
+work=$(mktemp -d /tmp/pilot-prom-e2e-XXXXXX)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+lib_port=$(free_port)
+exporter_port=$(free_port)
+prometheus_port=$(free_port)
+mkdir -p "$work/textfile"
+
+cat >"$work/scenario" <<'SCENARIO'
+comm 0xe2e dp 4 1
+coll 0xe2e AllReduce 262144 ncclFloat32 RING SIMPLE 4 5 250
+coll 0xe2e AllGather 65536 ncclBfloat16 RING LL128 2 3 40
+SCENARIO
+NCCL_PILOT_METRICS_DIR="$work/textfile" NCCL_PILOT_METRICS_INTERVAL_S=1 \
+  NCCL_PILOT_METRICS_PORT="$lib_port" SLURM_JOB_ID=e2e \
+  "$replay" --module "$module" --scenario "$work/scenario" --rank 0 --repeat-for 150 --jitter 0 \
+  >"$work/replay.log" 2>&1 &
+pids+=($!)
+
+# The library's own textfile, once it holds the collectives (written every second).
+prom=""
+for _ in $(seq 1 100); do
+  prom=$(find "$work/textfile" -name "*.prom" | head -n 1)
+  if [[ -n $prom ]] && grep -q '^nccl_collective_exec_time_microseconds{' "$prom"; then break; fi
+  sleep 0.1
+done
+[[ -n $prom ]] || { echo "FAIL: the library wrote no textfile"; cat "$work/replay.log"; exit 1; }
+cp "$prom" "$work/expected.prom"
+if command -v promtool >/dev/null; then
+  # Exit 3 = lint problems; the only one allowed is on Inspector's own metric name.
+  lint=$(promtool check metrics <"$work/expected.prom" 2>&1) && code=0 || code=$?
+  if [[ $code -ne 0 && ($code -ne 3 || $(grep -cv '^nccl_collective_exec_time_microseconds use base unit' <<<"$lint") -ne 0) ]]; then
+    echo "FAIL: promtool check metrics (exit $code): $lint"
+    exit 1
+  fi
+fi
+
+prometheus-node-exporter --web.listen-address="127.0.0.1:$exporter_port" \
+  --collector.disable-defaults --collector.textfile \
+  --collector.textfile.directory="$work/textfile" >"$work/node-exporter.log" 2>&1 &
+pids+=($!)
+cat >"$work/prometheus.yml" <<CONFIG
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: node
+    static_configs: [{targets: ["127.0.0.1:$exporter_port"]}]
+  - job_name: pilot
+    static_configs: [{targets: ["127.0.0.1:$lib_port"]}]
+CONFIG
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
+  --web.listen-address="127.0.0.1:$prometheus_port" >"$work/prometheus.log" 2>&1 &
+pids+=($!)
+
+python3 - "$prometheus_port" "$work/expected.prom" <<'CHECK'
+import json, sys, time, urllib.parse, urllib.request
+
+port, expected_file = sys.argv[1], sys.argv[2]
+expected = {}
+for line in open(expected_file, encoding="utf-8"):
+    if line.startswith("#") or not line.strip():
+        continue
+    series, value = line.rsplit(" ", 1)
+    expected[series] = float(value)
+
+def query(q):
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            body = json.load(r)
+    except OSError:
+        return None
+    return body["data"]["result"] if body.get("status") == "success" else None
+
+def wait_for(q, deadline=45):
+    end = time.time() + deadline
+    while time.time() < end:
+        result = query(q)
+        if result:
+            return result
+        time.sleep(0.5)
+    return None
+
+def file_value(name, **labels):
+    hits = [v for s, v in expected.items()
+            if s.startswith(name + "{") and all(f'{k}="{v}"' in s for k, v in labels.items())]
+    assert len(hits) == 1, f"{name} {labels}: {len(hits)} series in the textfile"
+    return hits[0]
+
+failures = 0
+def check(what, q, want):
+    global failures
+    result = wait_for(q)
+    got = float(result[0]["value"][1]) if result and len(result) == 1 else None
+    ok = got is not None and abs(got - want) <= 1e-9 * max(1.0, abs(want))
+    print(("ok  " if ok else "FAIL"), what, f"query {q!r}: {got} (the library wrote {want})")
+    failures += 0 if ok else 1
+
+# Every replayed all-reduce takes 250 us and every all-gather 40 us (no jitter), so each
+# interval's figures are the same: the file's, and what the timestamps imply.
+exec_ar = file_value("nccl_collective_exec_time_microseconds", collective="AllReduce")
+bus_ag = file_value("nccl_bus_bandwidth_gbs", collective="AllGather")
+for what, got, want in (("all-reduce time", exec_ar, 250.0),
+                        ("all-gather bus bandwidth", bus_ag, 131072 * 3 / 40000)):
+    if abs(got - want) > 1e-9 * want:
+        print(f"FAIL the textfile's {what} is {got}, the GPU timestamps imply {want}")
+        failures += 1
+check("node_exporter textfile: Inspector's exec time",
+      'nccl_collective_exec_time_microseconds{job="node",collective="AllReduce",'
+      'slurm_job_id="e2e",message_size="1-2MB",algo_proto="RING_SIMPLE"}', exec_ar)
+check("node_exporter textfile: Inspector's bus bandwidth",
+      'nccl_bus_bandwidth_gbs{job="node",collective="AllGather"}', bus_ag)
+check("HTTP endpoint: our histogram's sum over count",
+      'nccl_pilot_collective_time_seconds_sum{job="pilot",collective="AllReduce",comm="0xe2e"}'
+      ' / nccl_pilot_collective_time_seconds_count', 250e-6)
+check("HTTP endpoint: our histogram through histogram_quantile",
+      'histogram_quantile(0.99, nccl_pilot_collective_time_seconds_bucket{job="pilot",'
+      'collective="AllGather"}) > 3.2e-05', 0.99 * (6.4e-05 - 3.2e-05) + 3.2e-05)
+check("node_exporter read the file without error", 'node_textfile_scrape_error{job="node"}', 0)
+sys.exit(1 if failures else 0)
+CHECK

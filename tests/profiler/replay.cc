@@ -1,0 +1,172 @@
+// pilot_profiler_replay: the fake NCCL (profiler_host) driven from a scenario file, as one
+// rank of a job: the Prometheus end-to-end test, the quick start's demo and the GPU checker's
+// tests make the library write real files with it. The library's NCCL_PILOT_METRICS_* settings
+// come from the environment as in a job.
+//
+// Usage: pilot_profiler_replay --module LIB --scenario FILE --rank R [--abi 4|5|6]
+//                              [--hold SECONDS] [--repeat-for SECONDS] [--jitter FRACTION]
+// Scenario lines ('#' starts a comment):
+//   comm ID NAME NRANKS NNODES
+//   coll ID FUNC COUNT DATATYPE ALGO PROTO CHANNELS CALLS US[,US...]
+// US is the kernel time of one call in microseconds, one value for every rank or one per rank;
+// calls vary by +-2% around it (--jitter; deterministically), channel c takes (1 - 0.02 c) of
+// the call. --repeat-for replays the collectives again and again for that long, as a job keeps
+// calling them; --hold then keeps the communicators open that long (for scrapes).
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "profiler_host.h"
+
+namespace {
+
+struct CommLine {
+  uint64_t id = 0;
+  std::string name;
+  int nRanks = 1, nNodes = 1;
+};
+
+struct CollLine {
+  uint64_t comm = 0;
+  fakeprof::Collective base;
+  int channels = 1;
+  int calls = 1;
+  std::vector<double> us;
+};
+
+int usage(const char* why) {
+  std::fprintf(stderr,
+               "pilot_profiler_replay: %s\nusage: pilot_profiler_replay --module LIB --scenario "
+               "FILE --rank R [--abi 4|5|6] [--hold SECONDS] [--repeat-for SECONDS] "
+               "[--jitter FRACTION]\n",
+               why);
+  return 2;
+}
+
+std::vector<double> parseTimes(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::stod(item));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string module, scenario;
+  int rank = -1, abi = 5;
+  double hold = 0, repeatFor = 0, jitterFraction = 0.02;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--module") {
+      module = value;
+    } else if (flag == "--scenario") {
+      scenario = value;
+    } else if (flag == "--rank") {
+      rank = std::stoi(value);
+    } else if (flag == "--abi") {
+      abi = std::stoi(value);
+    } else if (flag == "--hold") {
+      hold = std::stod(value);
+    } else if (flag == "--repeat-for") {
+      repeatFor = std::stod(value);
+    } else if (flag == "--jitter") {
+      jitterFraction = std::stod(value);
+    } else {
+      return usage(("unknown option " + flag).c_str());
+    }
+  }
+  if (argc % 2 == 0) return usage("options take a value each");
+  if (module.empty() || scenario.empty() || rank < 0) return usage("missing option");
+  if (abi < 4 || abi > 6) return usage("--abi takes 4, 5 or 6");
+
+  std::ifstream in(scenario);
+  if (!in) return usage(("cannot read " + scenario).c_str());
+  std::vector<CommLine> comms;
+  std::vector<CollLine> colls;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string kind;
+    if (!(words >> kind)) continue;
+    try {
+      if (kind == "comm") {
+        CommLine c;
+        std::string id;
+        words >> id >> c.name >> c.nRanks >> c.nNodes;
+        c.id = std::stoull(id, nullptr, 0);
+        comms.push_back(c);
+      } else if (kind == "coll") {
+        CollLine c;
+        std::string id, times;
+        words >> id >> c.base.func >> c.base.count >> c.base.datatype >> c.base.algo >>
+            c.base.proto >> c.channels >> c.calls >> times;
+        c.comm = std::stoull(id, nullptr, 0);
+        c.us = parseTimes(times);
+        if (c.us.empty()) throw std::invalid_argument("no time");
+        colls.push_back(c);
+      } else {
+        throw std::invalid_argument(kind);
+      }
+      if (words.fail()) throw std::invalid_argument("too few fields");
+    } catch (const std::exception&) {
+      std::fprintf(stderr, "pilot_profiler_replay: %s:%d: bad line\n", scenario.c_str(), number);
+      return 2;
+    }
+  }
+
+  fakeprof::Module m(module);
+  if (!m.ok()) {
+    std::fprintf(stderr, "pilot_profiler_replay: %s\n", m.error().c_str());
+    return 1;
+  }
+  std::map<uint64_t, std::unique_ptr<fakeprof::Comm>> open;
+  for (const CommLine& c : comms) {
+    open[c.id] = std::make_unique<fakeprof::Comm>(m, abi, c.id, c.name, c.nNodes, c.nRanks, rank);
+    if (open[c.id]->context() == nullptr) {
+      std::fprintf(stderr, "pilot_profiler_replay: the library does not measure comm %s\n",
+                   c.name.c_str());
+    }
+  }
+  uint64_t clock = 1'900'000'000'000'000'000ull;                  // a GPU globaltimer
+  std::map<std::pair<uint64_t, std::string>, uint64_t> sequence;  // NCCL's per-function counter
+  for (const CollLine& c : colls) {
+    if (open.find(c.comm) == open.end()) {
+      std::fprintf(stderr, "pilot_profiler_replay: coll of an undeclared comm\n");
+      return 2;
+    }
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(repeatFor);
+  do {
+    for (const CollLine& c : colls) {
+      fakeprof::Comm& comm = *open[c.comm];
+      const double us = c.us[c.us.size() == 1 ? 0 : static_cast<size_t>(rank) % c.us.size()];
+      for (int k = 0; k < c.calls; ++k) {
+        fakeprof::Collective coll = c.base;
+        coll.seqNumber = sequence[{c.comm, coll.func}]++;
+        const double jitter = 1.0 + jitterFraction * std::sin(static_cast<double>(k) * 1.7);
+        const auto ns = static_cast<uint64_t>(us * 1000.0 * jitter);
+        coll.channels = fakeprof::channelsTaking(c.channels, ns, clock);
+        clock += ns + 5000;
+        void* h = comm.enqueue(coll);
+        std::thread proxy([&] { comm.kernels(h, coll); });  // NCCL's proxy thread
+        proxy.join();
+      }
+    }
+    if (repeatFor > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } while (std::chrono::steady_clock::now() < until);
+  if (hold > 0) std::this_thread::sleep_for(std::chrono::duration<double>(hold));
+  for (auto& [id, comm] : open) comm->finalize();
+  return 0;
+}

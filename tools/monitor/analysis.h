@@ -1,0 +1,60 @@
+// What `nccl-pilot monitor` concludes from the ranks' summaries: per communicator and
+// (collective, size bucket, algorithm/protocol, channels, decision) the pooled figures of all
+// ranks, whether a tuned band drifted below its calibration, and which rank the others waited
+// for: a collective's kernels run from when the last rank joins to the end, so the rank that
+// arrives last sees the shortest kernel time. The rank shortest in most groups is that rank.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "monitor/summary_reader.h"
+
+namespace pilot::cli::monitor {
+
+struct RankFigures {
+  int rank = 0;
+  uint64_t calls = 0;
+  double meanUs = 0;
+  double busGbs = 0;
+};
+
+struct Group {
+  std::string comm, commName;
+  int nRanks = 0, nNodes = 0;
+  std::string collective, messageSize, algo, proto, decision, band;
+  uint64_t sizeBucketBytes = 0;
+  int channels = 0;
+  uint64_t calls = 0;  ///< over all ranks
+  double p50Us = 0, p99Us = 0;
+  double busGbs = 0;               ///< time-weighted over ranks
+  double expectedUs = 0;           ///< mean calibrated time, 0 = none
+  double driftRatio = 0;           ///< live over calibrated bus bandwidth, 0 = none
+  bool drift = false;              ///< driftRatio below 1 - threshold
+  std::vector<RankFigures> ranks;  ///< ascending by rank
+  int shortestRank = -1;           ///< set when >= 2 ranks differ by more than the noise
+  double spread = 0;               ///< (median - shortest) / median of the ranks' mean times
+};
+
+struct LateArriver {
+  std::string comm, commName;
+  int rank = -1;        ///< -1: no rank is consistently shortest
+  size_t wins = 0;      ///< groups where it was the shortest
+  size_t compared = 0;  ///< groups with two or more ranks
+  double spread = 0;    ///< median spread of the groups it won
+};
+
+struct Analysis {
+  std::vector<Group> groups;  ///< by communicator, collective, size
+  std::vector<LateArriver> late;
+  std::vector<std::string> notes;
+  size_t files = 0;
+  size_t rankRecords = 0;  ///< (communicator, rank) pairs read
+};
+
+/// Below this relative spread a group's ranks count as equal (noise, not waiting).
+constexpr double kNoiseSpread = 0.02;
+
+Analysis analyze(const Summaries& summaries, double driftThreshold);
+
+}  // namespace pilot::cli::monitor

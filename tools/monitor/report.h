@@ -1,0 +1,21 @@
+// `nccl-pilot monitor`'s outputs: a text table per communicator on stdout, and one
+// self-contained HTML page (inline CSS and SVG, as `report` writes) with the same tables and a
+// bus-bandwidth chart per collective: one line per rank, the calibrated expectation dashed.
+#pragma once
+
+#include <string>
+
+#include "monitor/analysis.h"
+
+namespace pilot::cli::monitor {
+
+std::string reportText(const Analysis& a, double driftThreshold);
+
+struct HtmlOptions {
+  std::string title = "nccl-pilot monitor";
+  std::string toolVersion;
+  double driftThreshold = 0.2;
+};
+std::string reportHtml(const Analysis& a, const HtmlOptions& options);
+
+}  // namespace pilot::cli::monitor

@@ -390,8 +390,8 @@ StreamPass SocketRecvComm::readStream(StreamCursor& stream) {
     stream.moved += r.bytes;
     if (before < hdr && stream.moved >= hdr) {
       wire::ChunkHeader c;
-      wire::decodeChunkHeader(stream.header, &c);
-      if (c.seq != s.seq || c.length != length || c.offset != offset) {
+      if (!wire::decodeChunkHeader(stream.header, &c) || c.seq != s.seq || c.length != length ||
+          c.offset != offset) {
         return {false, "protocol error: " + name() + " out of step"};
       }
     }

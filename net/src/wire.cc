@@ -3,6 +3,15 @@
 #include <algorithm>
 
 namespace pilot::net::wire {
+namespace {
+
+bool zeros(const uint8_t* p, size_t n) {
+  uint8_t any = 0;
+  for (size_t i = 0; i < n; ++i) any |= p[i];
+  return any == 0;
+}
+
+}  // namespace
 
 void encodeHandle(const Handle& h, uint8_t out[kHandleBytes]) {
   std::memset(out, 0, kHandleBytes);
@@ -93,10 +102,14 @@ void encodeMsgHeader(const MsgHeader& m, uint8_t out[MsgHeader::kBytes]) {
   put32(out + 8, static_cast<uint32_t>(m.tag));
   put32(out + 12, 0);
   put64(out + 16, m.size);
+  std::memset(out + MsgHeader::kFieldBytes, 0, MsgHeader::kBytes - MsgHeader::kFieldBytes);
 }
 
 bool decodeMsgHeader(const uint8_t in[MsgHeader::kBytes], MsgHeader* m) {
   if (get32(in) != kMsgMagic || get32(in + 12) != 0) return false;
+  if (!zeros(in + MsgHeader::kFieldBytes, MsgHeader::kBytes - MsgHeader::kFieldBytes)) {
+    return false;
+  }
   m->seq = get32(in + 4);
   m->tag = static_cast<int32_t>(get32(in + 8));
   m->size = get64(in + 16);
@@ -107,12 +120,14 @@ void encodeChunkHeader(const ChunkHeader& c, uint8_t out[ChunkHeader::kBytes]) {
   put32(out, c.seq);
   put32(out + 4, c.length);
   put64(out + 8, c.offset);
+  std::memset(out + ChunkHeader::kFieldBytes, 0, ChunkHeader::kBytes - ChunkHeader::kFieldBytes);
 }
 
-void decodeChunkHeader(const uint8_t in[ChunkHeader::kBytes], ChunkHeader* c) {
+bool decodeChunkHeader(const uint8_t in[ChunkHeader::kBytes], ChunkHeader* c) {
   c->seq = get32(in);
   c->length = get32(in + 4);
   c->offset = get64(in + 8);
+  return zeros(in + ChunkHeader::kFieldBytes, ChunkHeader::kBytes - ChunkHeader::kFieldBytes);
 }
 
 ChunkPlan planChunks(uint64_t size, int streams, uint64_t maxChunk) {

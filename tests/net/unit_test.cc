@@ -296,6 +296,21 @@ TEST(Wire, EncodingsRoundTripAndRejectForeignBytes) {
   EXPECT_FALSE(wire::decodeCtsHead(msg, &d)) << "a message header is not a CTS record";
   msg[12] = 1;  // the reserved word must be zero
   EXPECT_FALSE(wire::decodeMsgHeader(msg, &m));
+  msg[12] = 0;
+  msg[wire::MsgHeader::kBytes - 1] = 1;  // and so must the padding to the cache line
+  EXPECT_FALSE(wire::decodeMsgHeader(msg, &m));
+
+  // Payloads start on a cache line of their stream behind either header.
+  static_assert(wire::MsgHeader::kBytes % 64 == 0 && wire::ChunkHeader::kBytes % 64 == 0);
+  uint8_t chunk[wire::ChunkHeader::kBytes];
+  wire::encodeChunkHeader({5, 4096, 1u << 20}, chunk);
+  wire::ChunkHeader ch;
+  ASSERT_TRUE(wire::decodeChunkHeader(chunk, &ch));
+  EXPECT_EQ(ch.seq, 5u);
+  EXPECT_EQ(ch.length, 4096u);
+  EXPECT_EQ(ch.offset, uint64_t{1} << 20);
+  chunk[wire::ChunkHeader::kFieldBytes] = 1;
+  EXPECT_FALSE(wire::decodeChunkHeader(chunk, &ch));
 }
 
 TEST(Properties, PciPathAndSpeedComeFromTheSysfsRoot) {

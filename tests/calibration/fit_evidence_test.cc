@@ -133,6 +133,85 @@ TEST(FitEvidence, SingleRunsEstimateTheNoiseAndDemandMore) {
       << table;
 }
 
+TEST(FitEvidence, WithoutEveryProtocolForcedThereIsNoTwin) {
+  // Tree and Ring/LL only: NCCL's own pick may be none of them, so the roughness decides.
+  const ShapeEvidence ev = assessEvidence(summarize(clusterSweep(1, 1, 1, 0.04)).shapes[0], {});
+  EXPECT_EQ(ev.source, NoiseSource::Roughness);
+  EXPECT_TRUE(ev.twin.empty());
+  EXPECT_NE(ev.summary.find("no twin of the default: LL, LL128 and Simple were not each forced"),
+            std::string::npos)
+      << ev.summary;
+}
+
+/// One default run beside one run of each of three forcing configurations, one a protocol
+/// each: Ring/LL is what NCCL picks (the default's twin), Ring/LL128 is 40% slower, and Tree/
+/// Simple is the cluster's Tree.
+Dataset twinSweep(uint32_t seed, double amplitude) {
+  const Truth slow = [](double s, int n) { return kRing(s, n) * 1.4; };
+  Noise noise(seed);
+  Dataset data;
+  data.runs.push_back(
+      makeRun(cluster(), configOf("default", "", ""), kRing, noise, flatNoise(amplitude), 0));
+  data.runs.push_back(
+      makeRun(cluster(), configOf("ring_ll", "Ring", "LL"), kRing, noise, flatNoise(amplitude), 0));
+  data.runs.push_back(makeRun(cluster(), configOf("ring_ll128", "Ring", "LL128"), slow, noise,
+                              flatNoise(amplitude), 0));
+  data.runs.push_back(makeRun(cluster(), configOf("tree_simple", "Tree", "Simple"), kTree, noise,
+                              flatNoise(amplitude), 0));
+  return data;
+}
+
+TEST(FitEvidence, TheTwinOfTheDefaultSamplesTheRunToRunNoise) {
+  // Uniform noise of +-a on each run: the difference of two runs has sigma a * sqrt(2/3).
+  for (double amplitude : {0.06, 0.12}) {
+    SCOPED_TRACE("amplitude " + std::to_string(amplitude));
+    double sum = 0;
+    int n = 0;
+    for (uint32_t seed = 1; seed <= 20; ++seed) {
+      const Measurements m = summarize(twinSweep(seed, amplitude));
+      const Shape& shape = m.shapes[0];
+      const ShapeEvidence ev = assessEvidence(shape, FitOptions{});
+      ASSERT_EQ(ev.kind, EvidenceKind::Estimated);
+      ASSERT_EQ(ev.source, NoiseSource::Twin);
+      ASSERT_EQ(ev.twin.size(), ev.noise.size());
+      int ringLl = 0;
+      for (size_t i = 0; i < ev.noise.size(); ++i) {
+        ASSERT_GE(ev.twin[i], 0);
+        ringLl += shape.series[static_cast<size_t>(ev.twin[i])].label == "ring_ll";
+        // The gain must beat the noise bar over the faster of the default and its twin.
+        EXPECT_NEAR(ev.bar(i), 1 - (1 - ev.noiseBar(i)) * std::exp(-ev.twinLead[i]), 1e-12);
+        EXPECT_GE(ev.noiseBar(i), ev.floor);
+      }
+      EXPECT_GE(ringLl, static_cast<int>(ev.noise.size()) * 3 / 4);
+      sum += ev.sigma[0] * std::sqrt(2.0), ++n;
+    }
+    const double ratio = sum / n / (amplitude * std::sqrt(2.0 / 3.0));
+    EXPECT_GT(ratio, 0.85);
+    EXPECT_LT(ratio, 1.3);
+  }
+}
+
+TEST(FitEvidence, TheTwinPathWritesTheTrueBand) {
+  const FitResult r = fit(twinSweep(1, 0.02), FitOptions{});
+  ASSERT_EQ(r.shapes.size(), 1u);
+  const ShapeEvidence& ev = r.shapes[0].evidence;
+  EXPECT_EQ(ev.source, NoiseSource::Twin);
+  EXPECT_NE(ev.summary.find("estimated noise from the twin of the default: the default ran 1 "
+                            "time(s)"),
+            std::string::npos)
+      << ev.summary;
+  ASSERT_EQ(r.rules.size(), 1u);
+  EXPECT_EQ(ruleLine(r.rules[0].rule),
+            "allreduce size=2K..512K algo=tree proto=simple nodes=4 ranks=4 nccl=2.27");
+  EXPECT_NE(r.rules[0].comment.find(
+                "evidence: estimated noise from the twin of the default (default x1, 3+ adjacent "
+                "sizes)"),
+            std::string::npos)
+      << r.rules[0].comment;
+  EXPECT_NE(tableText(r).find("#   evidence: estimated noise from the twin of the default"),
+            std::string::npos);
+}
+
 TEST(FitEvidence, TooFewSizesToEstimateAnything) {
   SweepSpec spec = cluster();
   spec.minSize = 1024;

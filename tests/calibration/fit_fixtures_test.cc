@@ -198,27 +198,75 @@ TEST(FitFixtures, G5SingleRunsEstimateTheNoiseAndStayUnkeyed) {
   }
 }
 
+/// Sizes where the table's choice is slower than NCCL's default by more than 10% (issue 13).
+int tenPercentSlower(const TableScore& s) {
+  int n = 0;
+  for (const TableSizeScore& x : s.sizes) n += x.scored && x.speedup < 1.0 / 1.10;
+  return n;
+}
+
+/// The share of the default-to-fastest gap captured over one collective's sizes.
+double gapCaptured(const TableScore& s, const std::string& collective) {
+  double table = 0, def = 0;
+  int n = 0;
+  for (const TableSizeScore& x : s.sizes) {
+    if (!x.scored || x.shape.collective != collective) continue;
+    table += std::log(x.fraction), def += std::log(x.defaultFraction), ++n;
+  }
+  const double ft = std::exp(table / n), fd = std::exp(def / n);
+  return fd < 1 ? (ft - fd) / (1 - fd) : 0.0;
+}
+
 TEST(FitFixtures, G5TablesScoredOnTheOtherCluster) {
   PILOT_REQUIRE_FIXTURE(kDir + "/cs244c-g5-a10g-2n1gpu-allreduce-sequential.txt");
-  // The figures in docs/calibration.md ("On the g5 sweeps"). Fitted on the sequential sweep:
-  // one band (Ring/LL at 16K..64K), which the overlap cluster neither rewards nor punishes.
+  // The figures in docs/calibration.md ("On the g5 sweeps"). Every configuration NCCL could
+  // pick was forced, so the noise comes from the twin of the default.
+  for (const char* mode : {"sequential", "overlap"}) {
+    for (const Shape& shape : summarize(g5(mode)).shapes) {
+      EXPECT_EQ(assessEvidence(shape, FitOptions{}).source, NoiseSource::Twin) << mode;
+    }
+  }
+  // Fitted on the sequential sweep: no band beats its twin-sized noise, so the table changes
+  // nothing on the overlap cluster.
   const FitResult seq = fit(g5("sequential"), FitOptions{});
-  ASSERT_EQ(seq.rules.size(), 1u);
+  EXPECT_EQ(seq.rules.size(), 0u);
   const TableScore onOverlap = scoreTable(fittedTable(seq), g5("overlap"), FitOptions{});
   EXPECT_EQ(onOverlap.scored, 51);
   EXPECT_EQ(onOverlap.slowerSizes, 0);
-  ASSERT_GE(onOverlap.worst, 0);
-  EXPECT_GT(onOverlap.sizes[static_cast<size_t>(onOverlap.worst)].speedup, 0.9);
+  EXPECT_EQ(tenPercentSlower(onOverlap), 0);
   EXPECT_NEAR(onOverlap.defaultFraction, 0.8713, 0.0005);
-  EXPECT_NEAR(onOverlap.gapCaptured, 0.003, 0.002);
-  // Fitted on the overlap sweep: six bands its own data supports, which the sequential cluster
-  // contradicts (Ring/LL AllGather at 32..128 bytes is 15-19% faster there, 43-56% slower here).
+  EXPECT_DOUBLE_EQ(onOverlap.gapCaptured, 0.0);
+  // Fitted on the overlap sweep: Tree/LL at 8..32 bytes and Tree/LL128 at 8K..64K for
+  // AllReduce. The sequential cluster keeps most of it: no size is more than 10% slower than
+  // the default (the worst, Tree/LL at 8 bytes, is 7% slower), and a sixth of AllReduce's gap
+  // is captured. (With the roughness estimate instead, six bands, six sizes more than 10%
+  // slower and -57% of the gap.)
   const FitResult ovl = fit(g5("overlap"), FitOptions{});
-  EXPECT_EQ(ovl.rules.size(), 6u);
-  EXPECT_GT(scoreTable(fittedTable(ovl), g5("overlap"), FitOptions{}).gapCaptured, 0.3);
+  ASSERT_EQ(ovl.rules.size(), 2u);
+  auto line = [](tuner::Rule rule) {
+    rule.expected.clear();  // the measured times, checked elsewhere
+    return tuner::formatRule(rule);
+  };
+  EXPECT_EQ(line(ovl.rules[0].rule), "allreduce size=..44 algo=tree proto=ll nodes=2 ranks=2");
+  EXPECT_EQ(line(ovl.rules[1].rule),
+            "allreduce size=5632..88K algo=tree proto=ll128 nodes=2 ranks=2");
+  EXPECT_NE(ovl.rules[0].comment.find("evidence: estimated noise from the twin of the default"),
+            std::string::npos)
+      << ovl.rules[0].comment;
+  const TableScore inSample = scoreTable(fittedTable(ovl), g5("overlap"), FitOptions{});
+  EXPECT_NEAR(inSample.gapCaptured, 0.289, 0.005);
+  EXPECT_EQ(inSample.slowerSizes, 0);
   const TableScore onSequential = scoreTable(fittedTable(ovl), g5("sequential"), FitOptions{});
-  EXPECT_EQ(onSequential.slowerSizes, 6);
-  EXPECT_NEAR(onSequential.gapCaptured, -0.573, 0.005);
+  EXPECT_EQ(onSequential.scored, 51);
+  EXPECT_EQ(onSequential.slowerSizes, 0);
+  EXPECT_EQ(tenPercentSlower(onSequential), 0);
+  ASSERT_GE(onSequential.worst, 0);
+  EXPECT_NEAR(onSequential.sizes[static_cast<size_t>(onSequential.worst)].speedup, 0.928, 0.001);
+  EXPECT_NEAR(onSequential.defaultFraction, 0.9220, 0.0005);
+  EXPECT_NEAR(onSequential.fraction, 0.9304, 0.0005);
+  EXPECT_NEAR(onSequential.gapCaptured, 0.108, 0.005);
+  EXPECT_NEAR(gapCaptured(onSequential, "allreduce"), 0.182, 0.005);
+  EXPECT_DOUBLE_EQ(gapCaptured(onSequential, "allgather"), 0.0);
 }
 
 TEST(FitFixtures, L40sTableScoredOnItsSweepNeverLosesToTheDefault) {

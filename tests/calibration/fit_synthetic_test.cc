@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "fit_test_support.h"
 #include "pilot/calibration/fit.h"
@@ -197,6 +198,35 @@ TEST(FitSynthetic, AWinAtOneSizeAloneMakesNoBand) {
       EXPECT_NE(dec.reason.find("alone"), std::string::npos) << dec.reason;
     }
   }
+}
+
+TEST(FitSynthetic, OfTwoEarnedRunsTheFasterTakesItsSizes) {
+  // Ring is 30% faster than the default at 1K..64K, Tree 45% faster at 16K..32K: Tree takes
+  // its two sizes, Ring keeps 1K..8K, and 64K, a stretch of Ring too short for a band that no
+  // neighbour passed at, goes back to the default.
+  SweepSpec spec;
+  Noise noise(5);
+  Dataset data;
+  auto faster = [](double lo, double hi, double by) {
+    return Truth([=](double s, int n) { return kDefault(s, n) * (s >= lo && s <= hi ? by : 1); });
+  };
+  for (int r = 0; r < 3; ++r) {
+    data.runs.push_back(
+        makeRun(spec, configOf("default", "", ""), kDefault, noise, flatNoise(0.005), r));
+    data.runs.push_back(makeRun(spec, configOf("ring", "Ring", ""), faster(1024, 65536, 0.7), noise,
+                                flatNoise(0.005), r));
+    data.runs.push_back(makeRun(spec, configOf("tree", "Tree", ""), faster(16384, 32768, 0.55),
+                                noise, flatNoise(0.005), r));
+  }
+  const FitResult r = fit(data, FitOptions{});
+  std::map<uint64_t, std::string> chosen;
+  for (const Decision& d : r.decisions) chosen[d.size] = d.chosenLabel;
+  for (uint64_t size = 1024; size <= 8192; size *= 2) EXPECT_EQ(chosen[size], "ring") << size;
+  EXPECT_EQ(chosen[16384], "tree");
+  EXPECT_EQ(chosen[32768], "tree");
+  EXPECT_EQ(chosen[65536], "default");
+  EXPECT_EQ(chosen[512], "default");
+  EXPECT_EQ(r.rules.size(), 2u);
 }
 
 TEST(FitSynthetic, SelectsWhenBothAlgorithmAndProtocolWereForced) {

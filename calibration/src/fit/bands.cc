@@ -45,11 +45,11 @@ std::vector<Band> makeBands(const std::vector<SizeChoice>& choices) {
 
 void cliffSafeEdges(const Shape& shape, const std::vector<Decision>& decisions,
                     std::vector<Band>& bands) {
-  // Whether `series` lost to the default by more than the bar at decisions[i].
+  // Whether `series` lost to the default by more than the noise bar at decisions[i].
   auto loses = [&](int series, size_t i) {
     const Decision& d = decisions[i];
     const SizeStat* st = shape.series[static_cast<size_t>(series)].at(d.size);
-    return st == nullptr || st->timeUs / d.defaultTimeUs - 1.0 > d.threshold;
+    return st == nullptr || st->timeUs / d.defaultTimeUs - 1.0 > d.lossBar;
   };
   size_t first = 0;  // index of the band's first measured size in `decisions`
   for (Band& band : bands) {

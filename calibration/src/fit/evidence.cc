@@ -1,6 +1,9 @@
 // What a shape's decisions rest on: the noise measured over repeats of NCCL's default, or,
-// without them, the noise estimated from the data itself (docs/calibration.md, "Evidence").
+// without them, the noise estimated from the data itself, from the twin of the default where
+// enough configurations were forced, else from the curves' roughness (docs/calibration.md,
+// "Evidence").
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -91,6 +94,60 @@ std::map<uint64_t, std::vector<double>> roughness(const Shape& shape, bool& used
   return samples;
 }
 
+/// A configuration that may be what NCCL picked by itself: it forces an algorithm or a protocol,
+/// not a channel count.
+bool mayBeNcclsPick(const Series& s) {
+  return !s.isDefault() && s.config.minChannels == 0 && s.config.maxChannels == 0;
+}
+
+/// Whether NCCL's own pick was among the forced configurations at every size: each protocol
+/// NCCL can pick (LL, LL128, Simple) was forced alone by one of them. Otherwise the forced
+/// configuration nearest the default may be another protocol altogether (a default that keeps
+/// LL beside forced LL128, Simple and Tree) and its distance no sample of the noise.
+bool coversEveryProtocol(const Shape& shape) {
+  bool ll = false, ll128 = false, simple = false;
+  for (const Series& s : shape.series) {
+    if (!mayBeNcclsPick(s)) continue;
+    std::string p = s.config.proto;
+    for (char& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    ll = ll || p == "ll", ll128 = ll128 || p == "ll128", simple = simple || p == "simple";
+  }
+  return ll && ll128 && simple;
+}
+
+/// The twin of the default at each of its sizes (ShapeEvidence::twin): the forced configuration
+/// whose log-time is nearest the default's, where at least two that may be NCCL's pick were
+/// measured (with only one, the twin could as well be the configuration that wins).
+struct Twins {
+  std::vector<int> series;
+  std::vector<double> distance, lead;
+  std::vector<double> found;  ///< the distances of the sizes that have a twin
+};
+
+Twins findTwins(const Shape& shape, const Series& def) {
+  Twins t;
+  for (const SizeStat& d : def.sizes) {
+    int twin = -1, forced = 0;
+    double distance = 0, lead = 0;
+    for (size_t c = 0; c < shape.series.size(); ++c) {
+      if (!mayBeNcclsPick(shape.series[c])) continue;
+      const SizeStat* st = shape.series[c].at(d.size);
+      if (st == nullptr || !(st->timeUs > 0)) continue;
+      ++forced;
+      const double diff = std::log(d.timeUs / st->timeUs);  // > 0: faster than the default
+      if (twin < 0 || std::fabs(diff) < distance) {
+        twin = static_cast<int>(c), distance = std::fabs(diff), lead = std::max(diff, 0.0);
+      }
+    }
+    if (forced < 2) twin = -1, distance = 0, lead = 0;
+    t.series.push_back(twin);
+    t.distance.push_back(distance);
+    t.lead.push_back(lead);
+    if (twin >= 0) t.found.push_back(distance);
+  }
+  return t;
+}
+
 std::string range(const std::vector<double>& v) {
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
   return *lo == *hi ? percent(*lo) : percent(*lo) + ".." + percent(*hi);
@@ -110,8 +167,13 @@ const char* evidenceName(EvidenceKind kind) {
   return "too little evidence";
 }
 
-double ShapeEvidence::bar(size_t i) const {
+double ShapeEvidence::noiseBar(size_t i) const {
   return std::max(floor, i < noise.size() ? noise[i] : 0.0);
+}
+
+double ShapeEvidence::bar(size_t i) const {
+  const double lead = i < twinLead.size() ? twinLead[i] : 0.0;
+  return lead > 0 ? 1.0 - (1.0 - noiseBar(i)) * std::exp(-lead) : noiseBar(i);
 }
 
 ShapeEvidence assessEvidence(const Shape& shape, const FitOptions& options) {
@@ -155,6 +217,47 @@ ShapeEvidence assessEvidence(const Shape& shape, const FitOptions& options) {
   ev.kind = EvidenceKind::Estimated;
   ev.floor = kEstimatedMarginFactor * options.margin;
   ev.bandSizes = kEstimatedBandSizes;
+  const std::string needs =
+      "; a band needs " + std::to_string(kEstimatedBandSizes) + " adjacent winning sizes";
+  const std::string deviations = std::to_string(static_cast<int>(kEstimatedNoiseDeviations));
+
+  const bool covered = coversEveryProtocol(shape);
+  Twins twins = findTwins(shape, *def);
+  if (covered && twins.found.size() >= static_cast<size_t>(kMinSizesToEstimateNoise)) {
+    ev.source = NoiseSource::Twin;
+    const double sigmaDiff = std::max(median(twins.found) / kTwinMedianToSigma, kMinTwinSigma);
+    for (size_t i = 0; i < n; ++i) {
+      // The largest twin distance at the size and its two neighbours: noise that changes with
+      // size (or a twin that is not one) shows there before it moves the median.
+      double local = 0;
+      for (size_t k = i == 0 ? 0 : i - 1; k <= std::min(i + 1, n - 1); ++k) {
+        if (twins.series[k] >= 0) local = std::max(local, twins.distance[k]);
+      }
+      ev.sigma.push_back(sigmaDiff / std::sqrt(2.0));
+      const double estimated =
+          1.0 - std::exp(-kEstimatedNoiseDeviations * std::max(sigmaDiff, local));
+      ev.noise.push_back(std::max(estimated, noiseAt(shape, i, options.minRepeats)));
+    }
+    ev.twin = std::move(twins.series);
+    ev.twinDistance = std::move(twins.distance);
+    ev.twinLead = std::move(twins.lead);
+    std::vector<double> bars;
+    for (size_t i = 0; i < n; ++i) bars.push_back(ev.bar(i));
+    ev.summary =
+        "estimated noise from the twin of the default: " + runs +
+        "; at each size the forced configuration nearest the default (what NCCL picked there "
+        "anyway: a second run of it) differs from it by " +
+        range(twins.found) + " in log-time, median " + percent(median(twins.found)) + " (" +
+        std::to_string(twins.found.size()) + " of " + std::to_string(n) +
+        " sizes), so a difference of two runs has sigma max(median / 0.674, " +
+        percent(kMinTwinSigma) + ") = " + percent(sigmaDiff) + "; bar max(" + percent(ev.floor) +
+        ", " + deviations +
+        " x the larger of sigma and the largest twin distance at the size and its neighbours), "
+        "over the faster of the default and its twin, = " +
+        range(bars) + needs;
+    return ev;
+  }
+
   const std::map<uint64_t, std::vector<double>> samples = roughness(shape, ev.usedInPlace);
   for (size_t i = 0; i < n; ++i) {
     // Pool the samples of the size and its neighbours (noise changes slowly with size), widening
@@ -183,10 +286,13 @@ ShapeEvidence assessEvidence(const Shape& shape, const FitOptions& options) {
                (ev.usedInPlace ? " and in-place against out-of-place times" : "") + ", " +
                percent(*std::min_element(ev.sigma.begin(), ev.sigma.end())) + ".." +
                percent(*std::max_element(ev.sigma.begin(), ev.sigma.end())) +
-               " per measurement; bar max(" + percent(ev.floor) + ", " +
-               std::to_string(static_cast<int>(kEstimatedNoiseDeviations)) +
-               " standard deviations of a difference of two runs) = " + range(bars) +
-               "; a band needs " + std::to_string(kEstimatedBandSizes) + " adjacent winning sizes";
+               " per measurement; bar max(" + percent(ev.floor) + ", " + deviations +
+               " standard deviations of a difference of two runs) = " + range(bars) + needs +
+               (covered ? "; no twin of the default: fewer than " +
+                              std::to_string(kMinSizesToEstimateNoise) +
+                              " sizes with two forced configurations"
+                        : "; no twin of the default: LL, LL128 and Simple were not each forced, "
+                          "so NCCL's own pick may not have been measured");
   return ev;
 }
 

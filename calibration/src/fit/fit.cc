@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -71,52 +72,65 @@ struct Candidate {
   double timeUs = 0, gain = 0, threshold = 0;
 };
 
-/// One configuration per size, or the default: bands of at least `bandSizes` adjacent sizes,
-/// each of one configuration that passed at every size in it, with the largest total log-gain
-/// (dynamic programming over the sizes). No configuration wins a size alone: across many sizes
-/// and configurations some medians beat the noise bar by luck (about one size in a thousand
-/// with three repeats of +-10% noise), but real crossovers span neighbouring sizes; with
-/// estimated noise a band needs a longer run. Where several configurations pass, the split
-/// that gains most wins, so a second configuration faster at one size cannot break a band the
-/// first one earned across all of them.
+/// One configuration per size, or the default. No configuration wins a size alone: across many
+/// sizes and configurations some medians beat the noise bar by luck (about one size in a
+/// thousand with three repeats of +-10% noise), but real crossovers span neighbouring sizes;
+/// with estimated noise the run must be longer. So a configuration can be chosen only inside a
+/// run of at least `bandSizes` adjacent sizes where it passed, and there, where several can,
+/// the fastest is. A stretch shorter than that which one configuration took from another (a
+/// near tie inside the other's run) goes back to its neighbour where that passed at every size
+/// of it, else to the default: a second configuration faster at one size cannot break a band
+/// the first one earned, and no band is shorter than `bandSizes`.
 std::vector<int> chooseBands(const std::vector<std::vector<Candidate>>& candidates,
                              size_t bandSizes) {
   const size_t n = candidates.size();
-  auto logGain = [&](size_t i, int series) {
+  auto passed = [&](size_t i, int series) -> const Candidate* {
     for (const Candidate& c : candidates[i]) {
-      if (c.series == series) return -std::log(1.0 - c.gain);
+      if (c.series == series) return &c;
     }
-    return -1.0;  // did not pass here
+    return nullptr;
   };
   std::set<int> all;
   for (const auto& list : candidates) {
     for (const Candidate& c : list) all.insert(c.series);
   }
-  // best[i]: the largest total over sizes [0, i); from[i]: where its last band starts and
-  // which configuration it has (kDefaultChoice: size i - 1 keeps the default).
-  std::vector<double> best(n + 1, 0.0);
-  std::vector<std::pair<size_t, int>> from(n + 1, {0, kDefaultChoice});
-  for (size_t i = 1; i <= n; ++i) {
-    best[i] = best[i - 1];
-    from[i] = {i - 1, kDefaultChoice};
-    for (int series : all) {
-      double total = 0;
-      for (size_t j = i; j-- > 0;) {
-        const double g = logGain(j, series);
-        if (g < 0) break;
-        total += g;
-        if (i - j >= bandSizes && best[j] + total > best[i] + 1e-12) {
-          best[i] = best[j] + total;
-          from[i] = {j, series};
+  std::vector<int> choice(n, kDefaultChoice);
+  std::vector<double> chosenUs(n, std::numeric_limits<double>::infinity());
+  for (int series : all) {
+    for (size_t i = 0; i < n;) {
+      size_t end = i;
+      while (end < n && passed(end, series) != nullptr) ++end;
+      if (end - i >= bandSizes) {
+        for (size_t k = i; k < end; ++k) {
+          const double t = passed(k, series)->timeUs;
+          if (t < chosenUs[k]) chosenUs[k] = t, choice[k] = series;
         }
       }
+      i = std::max(end, i + 1);
     }
   }
-  std::vector<int> choice(n, kDefaultChoice);
-  for (size_t i = n; i > 0;) {
-    const auto [j, series] = from[i];
-    for (size_t k = j; k < i; ++k) choice[k] = series;
-    i = j;
+  // Short stretches, first to last, until none is left (each pass shortens or merges one).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < n && !changed;) {
+      size_t end = i + 1;
+      while (end < n && choice[end] == choice[i]) ++end;
+      if (choice[i] != kDefaultChoice && end - i < bandSizes) {
+        auto passesAll = [&](int series) {
+          if (series == kDefaultChoice) return false;
+          for (size_t k = i; k < end; ++k) {
+            if (passed(k, series) == nullptr) return false;
+          }
+          return true;
+        };
+        const int left = i > 0 ? choice[i - 1] : kDefaultChoice;
+        const int right = end < n ? choice[end] : kDefaultChoice;
+        const int to = passesAll(left) ? left : passesAll(right) ? right : kDefaultChoice;
+        for (size_t k = i; k < end; ++k) choice[k] = to;
+        changed = true;
+      }
+      i = end;
+    }
   }
   return choice;
 }
@@ -148,6 +162,7 @@ std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& e
     dec.defaultSpread = d.spread;
     dec.spread = i < evidence.noise.size() ? evidence.noise[i] : 0.0;
     dec.threshold = evidence.bar(i);
+    dec.lossBar = evidence.noiseBar(i);
     dec.fastestLabel = "default";
     double fastestTime = d.timeUs;
     for (size_t c = 0; c < shape.series.size(); ++c) {
@@ -315,6 +330,7 @@ std::string evidenceOf(const Band& b, const ShapeEvidence& ev,
   if (ev.kind == EvidenceKind::Repeats) {
     s += " (default x" + std::to_string(ev.defaultRuns) + ")";
   } else if (ev.kind == EvidenceKind::Estimated) {
+    if (ev.source == NoiseSource::Twin) s += " from the twin of the default";
     s += " (default x" + std::to_string(ev.defaultRuns) + ", " + std::to_string(ev.bandSizes) +
          "+ adjacent sizes)";
   }

@@ -116,6 +116,10 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
                      {"band_sizes", f.evidence.bandSizes},
                      {"floor", round4(f.evidence.floor)},
                      {"summary", f.evidence.summary}};
+    if (f.evidence.kind == EvidenceKind::Estimated) {
+      j["evidence"]["noise_from"] =
+          f.evidence.source == NoiseSource::Twin ? "twin of the default" : "roughness";
+    }
     j["keys"] = f.keys;
     out["bands"].push_back(j);
   }

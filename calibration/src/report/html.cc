@@ -417,7 +417,9 @@ std::string reportHtml(const FitResult& fit, const ReportChoices& choices,
         "than the bar — max(margin, noise), noise being the largest (max−min)/median over "
         "repeats at that size and its neighbours — in every repeat, and at two adjacent sizes "
         "at least. Without repeats of the default the noise is estimated from the data (the "
-        "roughness of each configuration's time against size), the margin counts twice and a "
+        "distance between the default and its twin, the forced configuration nearest it, "
+        "where every protocol was forced; else the roughness of each configuration's time "
+        "against size), the margin counts twice and a "
         "band needs three adjacent winning sizes. Each shape says which evidence it rests "
         "on.</p>\n";
   std::vector<std::string> notes = fit.notes;

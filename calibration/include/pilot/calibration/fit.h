@@ -35,6 +35,13 @@ constexpr double kEstimatedMarginFactor = 2.0;
 constexpr int kEstimatedBandSizes = 3;
 /// Fewer measured sizes than this leave too few neighbours to estimate the noise from.
 constexpr int kMinSizesToEstimateNoise = 5;
+/// The twin of the default: where each forced configuration ran once beside one run of the
+/// default, the forced configuration nearest the default at a size is, most likely, what NCCL
+/// picked there anyway: a second run of the default. Their log-time distances sample the
+/// run-to-run noise directly; a difference of two runs has standard deviation
+/// max(median distance / kTwinMedianToSigma, kMinTwinSigma) (half-normal median).
+constexpr double kTwinMedianToSigma = 0.6745;
+constexpr double kMinTwinSigma = 0.02;
 /// expect= points a rule carries at most (the table parser's limit).
 constexpr size_t kMaxExpectPoints = tuner::kMaxExpectedTimes;
 
@@ -72,6 +79,13 @@ enum class EvidenceKind {
 /// "repeats", "estimated noise", "too little evidence".
 const char* evidenceName(EvidenceKind kind);
 
+/// Where estimated noise comes from (docs/calibration.md, "Estimating the noise without
+/// repeats").
+enum class NoiseSource {
+  Roughness,  ///< each configuration's log-time against the parabola through its neighbours
+  Twin,       ///< the distance between the default and its twin (kTwinMedianToSigma)
+};
+
 struct ShapeEvidence {
   EvidenceKind kind = EvidenceKind::TooLittle;
   int defaultRuns = 0;
@@ -81,15 +95,29 @@ struct ShapeEvidence {
   /// Estimated: kEstimatedNoiseDeviations standard deviations of the difference of two single
   /// measurements, or the measured spread of repeated configurations where that is larger.
   std::vector<double> noise;
-  /// Estimated only, per size: the noise of one measurement's log-time, from the roughness of
-  /// every configuration's log-time against log-size around the line through its neighbours
+  /// Estimated only, per size: the noise of one measurement's log-time. Roughness: from the
+  /// roughness of every configuration's log-time against log-size around its neighbours
   /// (and from in-place against out-of-place times where they differ), pooled over the size
   /// and its two neighbours either side, as a robust standard deviation.
   std::vector<double> sigma;
   bool usedInPlace = false;  ///< in-place times joined the estimate
-  std::string summary;       ///< one line: what the decisions rest on
+  /// Estimated only: Twin where at least kMinSizesToEstimateNoise sizes had two or more forced
+  /// configurations measured beside the default, else Roughness. With Twin, `sigma` is the
+  /// standard deviation of one run's log-time, sigma_diff / sqrt(2), the same at every size,
+  /// and `noise` is kEstimatedNoiseDeviations times the larger of sigma_diff and the largest
+  /// twin distance at the size and its two neighbours (as a relative time).
+  NoiseSource source = NoiseSource::Roughness;
+  /// Twin only, per size: the twin's series index (-1: fewer than two forced configurations
+  /// measured there), |log t_twin - log t_default|, and how much faster than the default the
+  /// twin ran, max(0, log t_default - log t_twin): a gain counts over the faster of the two.
+  std::vector<int> twin;
+  std::vector<double> twinDistance, twinLead;
+  std::string summary;  ///< one line: what the decisions rest on
 
-  /// The bar a gain must beat at the i-th size: max(floor, noise).
+  /// The bar a loss must exceed to count at the i-th size: max(floor, noise).
+  double noiseBar(size_t i) const;
+  /// The bar a gain over the default must beat at the i-th size: noiseBar, and with a twin
+  /// that ran faster than the default, over the twin's time instead of the default's.
   double bar(size_t i) const;
 };
 
@@ -107,7 +135,8 @@ struct Decision {
   double gain = 0;               ///< 1 - timeUs / defaultTimeUs (0 when the default stays)
   double spread = 0;             ///< the noise at this size (see noiseAt)
   double defaultSpread = 0;      ///< the default's own spread over its repeats at this size
-  double threshold = 0;          ///< the gain a configuration had to beat: max(margin, spread)
+  double threshold = 0;          ///< the gain a configuration had to beat (ShapeEvidence::bar)
+  double lossBar = 0;            ///< the loss that counts as one here (ShapeEvidence::noiseBar)
   int fastest = kDefaultChoice;  ///< the fastest expressible configuration measured here
   std::string fastestLabel;
   double fastestGain = 0;  ///< its gain over the default (negative: slower)

@@ -154,6 +154,7 @@ Connection PendingConnect::take() {
   c.chunkBytes = chunkBytes_;
   c.eagerBytes = eagerBytes_;
   c.threads = threads_;
+  c.timeoutMs = timeoutMs_;
   c.peer = peerName_;
   return c;
 }

@@ -9,9 +9,11 @@
 // So every byte on the control socket is one the receiver can take without waiting for a later
 // one, and no message can block the one behind it (net/README.md, "Data path").
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 
+#include "lingering_close.h"
 #include "socket_comm.h"
 
 namespace pilot::net {
@@ -21,6 +23,7 @@ SocketSendComm::SocketSendComm(Connection connection, Logger& log)
       streamCount_(connection.streams),
       chunkBytes_(connection.chunkBytes),
       eagerBytes_(connection.eagerBytes),
+      timeoutMs_(connection.timeoutMs),
       latch_(log, "send to", std::move(connection.peer)) {
   adoptStreams(connection, streams_);
   for (Message& m : messages_) m.owner = this;
@@ -30,6 +33,12 @@ SocketSendComm::SocketSendComm(Connection connection, Logger& log)
 
 SocketSendComm::~SocketSendComm() {
   latch_.logClosed(sent_, streamCount_);
+  // A FIN behind what is queued, then the receiver's last CTS records are read and dropped
+  // until it closes too: closing now would reset the connection (lingering_close.h). The data
+  // streams carry nothing back; their close is a FIN behind their queued chunks.
+  if (!latch_.failed() && control_.valid() && ::shutdown(control_.get(), SHUT_WR) == 0) {
+    closeWhenPeerCloses(std::move(control_), nowMs() + timeoutMs_);
+  }
 }
 
 Error SocketSendComm::fail(const std::string& what) {

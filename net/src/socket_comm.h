@@ -30,6 +30,7 @@ struct Connection {
   uint64_t chunkBytes = 0;  ///< the sender's chunk size (the receiver learns it from the hello)
   uint64_t eagerBytes = 0;  ///< the sender's eager limit (likewise)
   int threads = 0;          ///< this side's helper threads for the data streams
+  int timeoutMs = 30000;    ///< NCCL_PILOT_SOCKET_TIMEOUT_MS: also how long a closed sender lingers
   std::string peer;         ///< "addr:port" for log lines
 };
 
@@ -153,6 +154,7 @@ class SocketSendComm final : public SendComm {
   int streamCount_;
   uint64_t chunkBytes_;
   uint64_t eagerBytes_;
+  int timeoutMs_;
   FailureLatch latch_;
   TrafficCount sent_;
   bool peerClosed_ = false;

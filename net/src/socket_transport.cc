@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "lingering_close.h"
 #include "pilot/core/text.h"
 #include "pilot/topology/sources.h"
 #include "socket_setup.h"
@@ -25,6 +26,7 @@ class SocketTransport final : public Transport {
     // Connects NCCL gave up on (an abort mid-setup) still own sockets.
     std::lock_guard<std::mutex> lock(mutex_);
     connects_.clear();
+    sweepLingeringSockets();
   }
 
   int deviceCount() const override { return static_cast<int>(nics_.size()); }
@@ -128,7 +130,10 @@ class SocketTransport final : public Transport {
   }
 
   void closeSend(SendComm* comm) override { delete static_cast<SocketSendComm*>(comm); }
-  void closeRecv(RecvComm* comm) override { delete static_cast<SocketRecvComm*>(comm); }
+  void closeRecv(RecvComm* comm) override {
+    delete static_cast<SocketRecvComm*>(comm);
+    sweepLingeringSockets();
+  }
   void closeListen(ListenComm* comm) override { delete static_cast<SocketListenComm*>(comm); }
 
  private:

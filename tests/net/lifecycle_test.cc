@@ -1,12 +1,18 @@
 // Connections opened and closed in bulk, closes with requests in flight on either side, and no
 // file descriptor left behind (ASan builds check memory the same way).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
+#include "lingering_close.h"
 #include "net_test_support.h"
+#include "wire.h"
 
 namespace nettest {
 namespace {
@@ -126,6 +132,90 @@ TEST(Lifecycle, ReceiverCloseFailsTheSender) {
   EXPECT_FALSE(res.done);
   EXPECT_FALSE(error.empty());
   t->closeSend(p.send);
+}
+
+/// Reads the fd (blocking) until the peer's FIN or an error; the bytes read, -errno on error.
+long readToEnd(int fd) {
+  long total = 0;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      total += n;
+    } else if (n == 0) {
+      return total;
+    } else if (errno != EINTR) {
+      return -errno;
+    }
+  }
+}
+
+TEST(Lifecycle, ASenderThatClosedStillDeliversWhileItsReceiverWritesCtsRecords) {
+  // A raw receiver: our send comm connects to a plain listening socket, which reads nothing
+  // until the sender has closed, then writes a CTS record (a receive posted late), then reads.
+  // Had the sender closed its control socket, the kernel would answer that record with a
+  // reset and drop the part of the message it had not sent yet.
+  RecordingLogger log;
+  auto t = loopbackTransport(log, {{"NCCL_PILOT_SOCKET_NSTREAMS", "0"}});
+  ASSERT_NE(t, nullptr);
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // A small receive window (inherited by the accepted socket): most of the message is still
+  // in the sender's kernel when it closes, as on a real network when the last step is sent.
+  const int window = 4096;
+  ASSERT_EQ(setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &window, sizeof(window)), 0);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t len = sizeof(sin);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&sin), &len), 0);
+  wire::Handle h;
+  h.family = AF_INET;
+  h.port = ntohs(sin.sin_port);
+  std::memcpy(h.address, &sin.sin_addr, 4);
+  h.secret = 7;
+  unsigned char handle[kHandleBytes];
+  wire::encodeHandle(h, handle);
+  SendComm* comm = nullptr;
+  for (int i = 0; i < 1000 && comm == nullptr; ++i) {
+    auto s = t->connect(0, handle, {});
+    ASSERT_TRUE(s.ok()) << s.error();
+    comm = *s;
+  }
+  ASSERT_NE(comm, nullptr);
+  int control = accept(listener, nullptr, nullptr);
+  ASSERT_GE(control, 0);
+  uint8_t hello[wire::Hello::kBytes];
+  ASSERT_EQ(recv(control, hello, sizeof(hello), MSG_WAITALL), static_cast<ssize_t>(sizeof(hello)));
+
+  std::vector<uint8_t> out(12000, 0x11);
+  Request* r = postSend(*t, comm, out.data(), out.size(), 0);  // eager: no CTS record needed
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE(waitDone(*t, r).done);
+  const int lingeringBefore = lingeringSockets();
+  t->closeSend(comm);
+  EXPECT_EQ(lingeringSockets(), lingeringBefore + 1) << "the control socket waits for its peer";
+
+  wire::Cts cts;
+  cts.group = 0;
+  cts.n = 1;
+  cts.tags[0] = 0;
+  cts.capacity[0] = out.size();
+  uint8_t record[wire::Cts::kMaxBytes];
+  const size_t recordBytes = wire::encodeCts(cts, record);
+  ASSERT_EQ(send(control, record, recordBytes, MSG_NOSIGNAL), static_cast<ssize_t>(recordBytes));
+  usleep(20000);  // a reset, had there been one, is back by now
+  EXPECT_EQ(readToEnd(control), static_cast<long>(wire::MsgHeader::kBytes + out.size()))
+      << "every byte, then a FIN (not a reset)";
+  close(control);
+  close(listener);
+  // The receiver closed: the next sweep (any receive comm's close does one) lets the fd go.
+  for (int i = 0; i < 100 && lingeringSockets() > lingeringBefore; ++i) {
+    usleep(10000);
+    sweepLingeringSockets();
+  }
+  EXPECT_EQ(lingeringSockets(), lingeringBefore);
 }
 
 TEST(Lifecycle, ConnectAndAcceptOnSeparateThreads) {

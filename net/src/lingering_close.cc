@@ -1,0 +1,85 @@
+#include "lingering_close.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <mutex>
+#include <vector>
+
+namespace pilot::net {
+namespace {
+
+/// Beyond this many the oldest is closed at once: a bound on fds, not a case NCCL reaches (it
+/// closes comms when a communicator goes, and their receivers close theirs just as soon).
+constexpr size_t kMaxLingering = 1024;
+
+struct Lingering {
+  Fd fd;
+  int64_t deadlineMs = 0;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<Lingering> sockets;
+};
+
+Registry& registry() {
+  // Never destroyed: a comm may close during static destruction (NCCL unloading us at exit);
+  // the fds go with the process.
+  static Registry* r = new Registry();
+  return *r;
+}
+
+/// True when the socket is done with: the peer closed, an error, or nothing more to wait for.
+bool finished(const Lingering& l, int64_t now) {
+  char discard[4096];
+  for (;;) {
+    const ssize_t n = ::recv(l.fd.get(), discard, sizeof(discard), MSG_DONTWAIT);
+    if (n > 0) continue;
+    if (n == 0) return true;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return now >= l.deadlineMs;
+    return true;
+  }
+}
+
+void sweep(std::vector<Lingering>& sockets, int64_t now) {
+  size_t kept = 0;
+  for (size_t i = 0; i < sockets.size(); ++i) {
+    if (finished(sockets[i], now)) continue;  // its Fd closes as the slot is overwritten
+    if (kept != i) sockets[kept] = std::move(sockets[i]);
+    ++kept;
+  }
+  sockets.resize(kept);
+}
+
+}  // namespace
+
+void closeWhenPeerCloses(Fd fd, int64_t deadlineMs) noexcept {
+  try {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    const int64_t now = nowMs();
+    sweep(r.sockets, now);
+    Lingering l{std::move(fd), deadlineMs};
+    if (finished(l, now)) return;
+    if (r.sockets.size() >= kMaxLingering) r.sockets.erase(r.sockets.begin());
+    r.sockets.push_back(std::move(l));
+  } catch (...) {
+    // Out of memory for the list: the fd closes here, as it did before lingering existed.
+  }
+}
+
+void sweepLingeringSockets() noexcept {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  sweep(r.sockets, nowMs());
+}
+
+int lingeringSockets() noexcept {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return static_cast<int>(r.sockets.size());
+}
+
+}  // namespace pilot::net

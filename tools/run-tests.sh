@@ -2,7 +2,7 @@
 # README step 2 and CI: every test. Release build + unit, plugin (fake NCCL) and ABI tests;
 # the same under ASan+UBSan; the threaded tests under TSan; a short libFuzzer run.
 # Tests that read published data (../shared/fixtures) skip without it, and the summary counts
-# them; under CI=true a missing fixture fails instead (tests/support/published_fixture.h).
+# and names them; under CI=true a missing fixture fails instead (tests/support/published_fixture.h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,11 +11,21 @@ tools/install-deps.sh
 summary=()
 
 # How many tests of the last ctest run in build dir $1 printed the skip line of a missing
-# published fixture (ctest keeps every test's output in LastTest.log).
+# published fixture (ctest keeps every test's output in LastTest.log), and which: per test
+# suite (the name before the first '.', without a parameterized instantiation's prefix).
 fixture_skips() {
   awk '/^[0-9]+\/[0-9]+ Testing: / { name = $3 }
-       /published fixture missing/ && !(name in seen) { seen[name] = 1; n++ }
-       END { print n + 0 }' "$1/Testing/Temporary/LastTest.log"
+       /published fixture missing/ && !(name in seen) {
+         seen[name] = 1; n++
+         suite = name; sub(/\..*/, "", suite); sub(/.*\//, "", suite)
+         if (!(suite in count)) order[++k] = suite
+         count[suite]++
+       }
+       END {
+         printf "%d test(s) skipped for missing published fixtures", n + 0
+         for (i = 1; i <= k; i++) printf "%s%s (%d)", (i == 1 ? ": " : ", "), order[i], count[order[i]]
+         print ""
+       }' "$1/Testing/Temporary/LastTest.log"
 }
 
 run() {
@@ -24,7 +34,7 @@ run() {
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
   ctest --preset "$preset"
-  summary+=("$preset: $(fixture_skips "$dir") test(s) skipped for missing published fixtures")
+  summary+=("$preset: $(fixture_skips "$dir")")
 }
 
 run fuzz build-fuzz

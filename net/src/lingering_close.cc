@@ -1,8 +1,5 @@
 #include "lingering_close.h"
 
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <mutex>
 #include <vector>
 
@@ -34,12 +31,11 @@ Registry& registry() {
 bool finished(const Lingering& l, int64_t now) {
   char discard[4096];
   for (;;) {
-    const ssize_t n = ::recv(l.fd.get(), discard, sizeof(discard), MSG_DONTWAIT);
-    if (n > 0) continue;
-    if (n == 0) return true;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return now >= l.deadlineMs;
-    return true;
+    const iovec iov{discard, sizeof(discard)};
+    const IoResult r = recvSome(l.fd.get(), &iov, 1);
+    if (r.kind == IoResult::Moved) continue;
+    if (r.kind == IoResult::WouldBlock) return now >= l.deadlineMs;
+    return true;  // Closed (the peer's FIN) or Failed
   }
 }
 

@@ -128,9 +128,10 @@ class SocketSendComm final : public SendComm {
     uint64_t size = 0;
   };
 
-  /// Writes what is queued (headers, payloads, chunks). The CTS direction is read only when a
-  /// message needs a buffer this side does not know yet.
-  Status progress();
+  /// Writes what is queued (headers, payloads, chunks): on the control socket up to and with
+  /// `tested` when one is given, else all. The CTS direction is read only when a message needs
+  /// a buffer this side does not know yet.
+  Status progress(const Message* tested = nullptr);
   /// Reads every CTS record waiting; each confirms the oldest unconfirmed messages it can.
   Status readCts();
   Status acceptCts(const wire::Cts& cts);
@@ -138,7 +139,7 @@ class SocketSendComm final : public SendComm {
   /// The buffer of a message with `tag` of `size` bytes, if this side knows it.
   Expected<bool> matchKnown(int32_t tag, uint64_t size);
   static std::string tooLarge(int32_t tag, uint64_t size, uint64_t capacity);
-  Status writeControl();
+  Status writeControl(const Message* tested);
   /// One stream's chunks, from the progress thread or a helper: touches only the stream and
   /// the (published) messages queued on it.
   StreamPass writeStream(StreamCursor& stream);

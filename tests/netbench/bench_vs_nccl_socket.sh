@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Benchmark, not a test (no ctest entry): our TCP transport against NCCL's own Socket transport
 # (NET/Socket inside libnccl.so.2, exposed as a net plugin by ../shared/tools/nccl-socket-shim),
-# both driven by the same `nccl-pilot netbench` in the same run. For each case it alternates the
-# two (ours, NCCL's, NCCL's, ours, ...) RUNS times and prints, per size, the medians of GB/s,
-# p50/p99 latency (sender: first isend -> test() done) and CPU time per GB moved (both
-# processes, getrusage), with the ratio ours/NCCL's. GB/s: higher is better; latency and CPU:
-# lower is better. On a loaded machine CPU s/GB is the steadier figure.
+# both driven by the same `nccl-pilot netbench` in the same run. For each case it runs
+# INVOCATIONS separate sets, each alternating the two (ours, NCCL's, NCCL's, ours, ...) RUNS
+# times, and prints, per size, the median over the sets of each set's median GB/s, p50/p99
+# latency (sender: first isend -> test() done) and CPU time per GB moved (both processes,
+# getrusage), with the ratio ours/NCCL's and, for GB/s and CPU, the range of the per-set ratios
+# (one lucky set is not a result: single sets of 5 move by 10-20% on a shared 2-vCPU machine).
+# GB/s: higher is better; latency and CPU: lower is better. The header names the kernel's TCP
+# congestion control, which moves both transports (docs/performance.md).
 #
 # Cases (CASES, comma-separated):
 #   loopback  127.0.0.1 on lo; NCCL with its default for such a NIC: no helper thread, the data
@@ -13,11 +16,12 @@
 #   aws       the same, NCCL with NCCL_SOCKET_NTHREADS=2 NCCL_NSOCKS_PERTHREAD=8 (its AWS ENA default)
 #   gcp       the same, NCCL with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=1 (its GCP gVNIC default)
 #   veth      two network namespaces joined by a veth pair, each end shaped by tc htb to RATE
+#             (RATE=none: unshaped)
 #             (needs root; skipped with a message otherwise)
 #
 # Usage: tests/netbench/bench_vs_nccl_socket.sh [BUILD_DIR]
 #   BUILD_DIR  holds bin/nccl-pilot and lib/libnccl-net-pilot.so (build)
-# Environment: RUNS (5), SIZES (4K,64K,512K,4M), MIN_BYTES per size and run (256M), CHANNELS (2),
+# Environment: RUNS (5), INVOCATIONS (3), SIZES (4K,64K,512K,4M), MIN_BYTES per size and run (256M), CHANNELS (2),
 #   PROTO (simple), CASES (loopback,aws,gcp,veth), RATE (4gbit), OURS_ENV (extra VAR=VALUE
 #   words for our transport), RESULTS_DIR (keep every run's JSON there), LIBNCCL (the
 #   libnccl.so.2 the shim wraps; the CUDA toolkit's by default), PILOT_SHARED (../shared).
@@ -28,6 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=${1:-$repo/build}
 runs=${RUNS:-5}
+invocations=${INVOCATIONS:-3}
 sizes=${SIZES:-4K,64K,512K,4M}
 min_bytes=${MIN_BYTES:-256M}
 channels=${CHANNELS:-2}
@@ -51,6 +56,7 @@ skip() {
 [[ -f $ours ]] || die "$ours not found (build the nccl_net_pilot target)"
 command -v jq >/dev/null || die "jq is not installed (run tools/install-deps.sh)"
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive number"
+[[ $invocations =~ ^[1-9][0-9]*$ ]] || die "INVOCATIONS must be a positive number"
 
 shim_dir=$shared/tools/nccl-socket-shim
 [[ -x $shim_dir/build.sh ]] ||
@@ -100,6 +106,7 @@ make_veth() {
     ip -n "$ns" addr add "$addr" dev "$dev" || return 1
     ip -n "$ns" link set "$dev" up || return 1
     ip -n "$ns" link set lo up || return 1
+    [[ $rate == none ]] && continue
     ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: htb default 10 || return 1
     ip netns exec "$ns" tc class add dev "$dev" parent 1: classid 1:10 htb rate "$rate" \
       quantum 65536 || return 1
@@ -143,47 +150,75 @@ metric() {
   for f in "${files[@]}"; do jq -r ".results[$index].$key" "$f"; done | median
 }
 
-report() { # CASE TITLE
-  local name=$1 title=$2
-  local mine=("$results/$name".ours.*.json) theirs=("$results/$name".nccl.*.json)
-  echo
-  echo "## $name: $title"
-  echo "# median of $runs alternating runs; ratio = ours / NCCL's (GB/s: higher is better;"
-  echo "# p50, p99 and CPU s/GB: lower is better)"
-  printf '%-6s | %7s %7s %6s | %8s %8s %6s | %8s %8s %6s | %7s %7s %6s\n' size \
-    "GB/s" NCCL ratio "p50 us" NCCL ratio "p99 us" NCCL ratio "cpu s/GB" NCCL ratio
-  local count i
-  count=$(jq '.results | length' "${mine[0]}")
-  for ((i = 0; i < count; i++)); do
-    local size row=() key a b
-    size=$(jq -r ".results[$i].size" "${mine[0]}")
-    for key in bw_gbps lat_us_p50 lat_us_p99 cpu_s_per_gb; do
-      a=$(metric "${mine[@]}" "$key" "$i")
-      b=$(metric "${theirs[@]}" "$key" "$i")
-      row+=("$a" "$b")
-    done
-    awk -v size="$size" -v r="${row[*]}" 'BEGIN {
-      split(r, v, " ")
-      s = size >= 1048576 ? size / 1048576 "M" : (size >= 1024 ? size / 1024 "K" : size)
-      printf "%-6s | %7.3f %7.3f %5.2fx | %8.1f %8.1f %5.2fx | %8.1f %8.1f %5.2fx | %7.3f %7.3f %5.2fx\n",
-        s, v[1], v[2], (v[2] > 0 ? v[1] / v[2] : 0), v[3], v[4], (v[4] > 0 ? v[3] / v[4] : 0),
-        v[5], v[6], (v[6] > 0 ? v[5] / v[6] : 0), v[7], v[8], (v[8] > 0 ? v[7] / v[8] : 0) }'
+# per_invocation CASE WHO KEY INDEX : one line per invocation, the median over its runs
+per_invocation() {
+  local name=$1 who=$2 key=$3 index=$4 inv
+  for ((inv = 1; inv <= invocations; inv++)); do
+    metric "$results/$name.$inv.$who".*.json "$key" "$index"
   done
 }
 
-# run_case CASE RUNNER NCCL_ENV... : RUNS alternating pairs, then the table.
+report() { # CASE TITLE
+  local name=$1 title=$2
+  local first=("$results/$name".1.ours.*.json)
+  echo
+  echo "## $name: $title"
+  echo "# $invocations invocations of $runs alternating runs each: the median over the invocations of"
+  echo "# each invocation's median; ratio = ours / NCCL's, with its range over the invocations"
+  echo "# (GB/s: higher is better; p50, p99 and CPU s/GB: lower is better)"
+  printf '%-6s | %7s %7s %6s %11s | %8s %8s %6s | %8s %8s %6s | %7s %7s %6s %11s\n' size \
+    "GB/s" NCCL ratio range "p50 us" NCCL ratio "p99 us" NCCL ratio "cpu s/GB" NCCL ratio range
+  local count i
+  count=$(jq '.results | length' "${first[0]}")
+  for ((i = 0; i < count; i++)); do
+    local size row=() key
+    size=$(jq -r ".results[$i].size" "${first[0]}")
+    for key in bw_gbps lat_us_p50 lat_us_p99 cpu_s_per_gb; do
+      # "a b" per invocation, ours then NCCL's
+      row+=("$(paste -d' ' <(per_invocation "$name" ours "$key" "$i") \
+        <(per_invocation "$name" nccl "$key" "$i") | tr '\n' ';')")
+    done
+    awk -v size="$size" -v bw="${row[0]}" -v p50="${row[1]}" -v p99="${row[2]}" \
+      -v cpu="${row[3]}" '
+      function med(a, n,   i, j, t) {
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+      }
+      # sets m[1] (ours), m[2] (NCCL), m[3] (ratio), m[4], m[5] (ratio range) from "a b;a b;..."
+      function stats(text, m,   parts, n, k, pair, o, t, r, lo, hi) {
+        n = split(text, parts, ";"); if (parts[n] == "") n--
+        lo = 1e30; hi = -1e30
+        for (k = 1; k <= n; k++) {
+          split(parts[k], pair, " "); o[k] = pair[1]; t[k] = pair[2]
+          r[k] = pair[2] > 0 ? pair[1] / pair[2] : 0
+          if (r[k] < lo) lo = r[k]; if (r[k] > hi) hi = r[k]
+        }
+        m[1] = med(o, n); m[2] = med(t, n); m[3] = med(r, n); m[4] = lo; m[5] = hi
+      }
+      BEGIN {
+        stats(bw, b); stats(p50, l); stats(p99, h); stats(cpu, c)
+        s = size >= 1048576 ? size / 1048576 "M" : (size >= 1024 ? size / 1024 "K" : size)
+        printf "%-6s | %7.3f %7.3f %5.2fx %5.2f-%5.2f | %8.1f %8.1f %5.2fx | %8.1f %8.1f %5.2fx | %7.3f %7.3f %5.2fx %5.2f-%5.2f\n",
+          s, b[1], b[2], b[3], b[4], b[5], l[1], l[2], l[3], h[1], h[2], h[3], c[1], c[2], c[3], c[4], c[5]
+      }'
+  done
+}
+
+# run_case CASE RUNNER NCCL_ENV... : INVOCATIONS sets of RUNS alternating pairs, then the table.
 run_case() {
   local name=$1 runner=$2
   shift 2
-  local r
-  for ((r = 1; r <= runs; r++)); do
-    if ((r % 2)); then
-      "$runner" "$results/$name.ours.$r.json" "$ours" "${ours_env[@]}"
-      "$runner" "$results/$name.nccl.$r.json" "$shim" "$@"
-    else
-      "$runner" "$results/$name.nccl.$r.json" "$shim" "$@"
-      "$runner" "$results/$name.ours.$r.json" "$ours" "${ours_env[@]}"
-    fi
+  local inv r
+  for ((inv = 1; inv <= invocations; inv++)); do
+    for ((r = 1; r <= runs; r++)); do
+      if (((r + inv) % 2)); then
+        "$runner" "$results/$name.$inv.ours.$r.json" "$ours" "${ours_env[@]}"
+        "$runner" "$results/$name.$inv.nccl.$r.json" "$shim" "$@"
+      else
+        "$runner" "$results/$name.$inv.nccl.$r.json" "$shim" "$@"
+        "$runner" "$results/$name.$inv.ours.$r.json" "$ours" "${ours_env[@]}"
+      fi
+    done
   done
 }
 
@@ -192,7 +227,7 @@ code=$("$work/shim/version" "$wrapped" 2>/dev/null || echo 0) # 22809 = 2.28.9
 version="$((code / 10000)).$(((code / 100) % 100)).$((code % 100))"
 echo "# nccl-pilot's TCP transport vs NCCL's Socket transport (NCCL $version, $wrapped, through $shim_dir)"
 echo "# sizes $sizes, $channels channel(s), $proto, at least $min_bytes per size and run; ours: ${OURS_ENV:-defaults}"
-echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; TCP congestion control $(sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null || echo unknown)"
 
 IFS=, read -r -a case_list <<<"$cases"
 for c in "${case_list[@]}"; do
@@ -216,7 +251,7 @@ for c in "${case_list[@]}"; do
         continue
       fi
       run_case veth run_veth
-      report veth "veth pair between two network namespaces, tc htb rate $rate on each end"
+      report veth "veth pair between two network namespaces, $([[ $rate == none ]] && echo unshaped || echo "tc htb rate $rate on each end")"
       ;;
     *) die "unknown case '$c' (loopback, aws, gcp, veth)" ;;
   esac

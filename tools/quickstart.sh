@@ -42,7 +42,10 @@ transport_choice() {
 }
 step "Its RoCE ports are ACTIVE: by default the plugin leaves the data to NCCL's IB transport" \
   transport_choice tests/topology/data/kvm-flat-2gpu-2nic
-step "netbench: our TCP transport driven like NCCL's proxy, between two processes over loopback" \
+mkdir -p build/ethernet-only-sysfs
+step "An Ethernet-only host (no RDMA device): by default NCCL's own Socket transport carries the data" \
+  transport_choice build/ethernet-only-sysfs
+step "netbench: our TCP transport (opt-in) driven like NCCL's proxy, between two processes over loopback" \
   env NCCL_PILOT_TRANSPORT=socket NCCL_SOCKET_IFNAME=lo "$pilot" netbench \
   --plugin build/lib/libnccl-net-pilot.so --sizes 4K,64K,1M,4M --iters 20
 sweep=tests/calibration/data/synthetic-2n-allreduce.txt

@@ -1,8 +1,9 @@
 // The net plugin's transport, chosen once per process at the first init: NCCL_PILOT_TRANSPORT
-// = auto (the default) is topology-only where NCCL's IB transport will carry the data (an RDMA
-// port ACTIVE and IB not turned off: topology/fabric.h) and the TCP transport of net/
-// elsewhere; socket forces the TCP transport; none forces topology-only mode, where devices()
-// reports 0 and NCCL uses its own IB/Socket transport.
+// = auto (the default) is topology-only, so NCCL's own IB transport (an RDMA port ACTIVE and IB
+// not turned off: topology/fabric.h) or else its Socket transport carries the data, unless
+// NCCL_NET=Pilot asks for this plugin's network by name (then the TCP transport of net/);
+// socket forces the TCP transport; none forces topology-only mode. In topology-only mode
+// devices() reports 0; the topology file and the tuner work either way.
 #pragma once
 
 #include "pilot/core/config.h"

@@ -256,10 +256,11 @@ class PluginEndToEnd : public ::testing::TestWithParam<int> {};
 
 TEST_P(PluginEndToEnd, TwoRanksOverLoopback) {
   const int version = GetParam();
-  // Both ranks: the TCP transport (the default) on lo, no topology detection of this host.
+  // Both ranks: the TCP transport (opt-in: auto leaves Ethernet to NCCL's Socket) on lo, no
+  // topology detection of this host.
   setenv("NCCL_SOCKET_IFNAME", "lo", 1);
   setenv("NCCL_PILOT_TOPO", "0", 1);
-  unsetenv("NCCL_PILOT_TRANSPORT");
+  setenv("NCCL_PILOT_TRANSPORT", "socket", 1);
   int pipeFds[2];
   ASSERT_EQ(pipe(pipeFds), 0);
   std::fflush(stdout);

@@ -401,6 +401,40 @@ TEST(NetPluginTransport, AutoIsTheDefaultAndLeavesEthernetToNcclsSocket) {
   });
 }
 
+/// A sysfs root whose /proc says TCP's congestion control is `cc` (no RDMA device).
+std::string congestionTree(const std::string& cc) {
+  char dir[] = "/tmp/pilot-cc-sysfs-XXXXXX";
+  EXPECT_NE(mkdtemp(dir), nullptr);
+  const std::string ipv4 = std::string(dir) + "/proc/sys/net/ipv4";
+  EXPECT_EQ(
+      std::system(("mkdir -p " + ipv4 + " && echo " + cc + " > " + ipv4 + "/tcp_congestion_control")
+                      .c_str()),
+      0);
+  return dir;
+}
+
+TEST(NetPluginTransport, AutoNamesWhenOptingInPaysOnBulkToo) {
+  // Under cubic our transport measured faster on bulk steps as well: the INFO line says so, and
+  // the choice stays NCCL's Socket (a node-local setting never decides the transport).
+  inChild([] {
+    const std::string cubic = congestionTree("cubic");
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", cubic}}), 0) << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"NCCL's Socket transport", "NCCL_PILOT_TRANSPORT=socket",
+                                  "congestion control cubic as here, on bulk steps too"}),
+              1)
+        << dumpLogs();
+    std::system(("rm -rf " + cubic).c_str());
+  });
+  inChild([] {
+    const std::string bbr = congestionTree("bbr");
+    EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", bbr}}), 0) << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"NCCL's Socket transport", "faster below 512K"}), 1)
+        << dumpLogs();
+    EXPECT_EQ(countLogs(LogInfo, {"cubic"}), 0) << dumpLogs();
+    std::system(("rm -rf " + bbr).c_str());
+  });
+}
+
 TEST(NetPluginTransport, AutoLeavesTheDataToNcclsIbWhereAnRdmaPortIsActive) {
   inChild([] {
     EXPECT_EQ(devicesWith({{"NCCL_PILOT_SYSFS_ROOT", kRoce}}), 0) << dumpLogs();

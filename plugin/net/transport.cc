@@ -76,8 +76,9 @@ void startTransport(const EnvLookup& env, Logger& log) noexcept {
       }
       // Without RDMA, NCCL's own Socket transport carries the data unless the user asked for
       // ours: on bulk traffic (4M and 16M operations of 512K steps, where training spends its
-      // network time) ours measured 0.77-0.90x NCCL's Socket (docs/performance.md), and a
-      // default must never make a job slower than NCCL alone. NCCL_NET=Pilot names this plugin's
+      // network time) ours measured 0.77-0.90x NCCL's Socket under bbr and 1.00-1.18x under
+      // cubic (docs/performance.md), and a default must never make a job slower than NCCL alone
+      // on any node. NCCL_NET=Pilot names this plugin's
       // network: NCCL would find no network at all if it had no device.
       if (!namesThisPlugin(env)) {
         PILOT_LOG(log, Info, kFlags,

@@ -2,6 +2,7 @@
 // across processes, and a peer killed (SIGKILL) mid-transfer, which must surface as an error
 // within the configured bound on the survivor, never a hang.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,23 +108,30 @@ TEST(Processes, PeerKilledMidTransferIsAnErrorWithinTheBound) {
   unsigned char handle[kHandleBytes];
   auto listen = t->listen(0, handle);
   ASSERT_TRUE(listen.ok());
+  // The kill must land mid-message however fast or loaded the machine: the sender says on a
+  // pipe when its isend is accepted (this side then stops reading), makes one test() call, which
+  // can hand the kernel only what the socket buffers take (a few MiB of the 256) while nobody
+  // reads, says so again, and stops.
+  int started[2];
+  ASSERT_EQ(pipe(started), 0);
   pid_t child = forkSender(handle, {{"NCCL_PILOT_SOCKET_TIMEOUT_MS", "2000"}},
                            [&](Transport& ct, SendComm* send) {
+                             close(started[0]);
                              std::vector<uint8_t> out(256 << 20, 7);
-                             // Sends forever (the receiver posts bigger buffers than we fill).
-                             for (;;) {
-                               Request* r = nullptr;
-                               while (r == nullptr) {
-                                 auto p = ct.isend(send, out.data(), out.size(), 0, nullptr);
-                                 if (!p.ok()) return 30;
-                                 r = *p;
-                               }
-                               TestResult res;
-                               while (!res.done) {
-                                 if (!ct.test(r, &res).ok()) return 31;
-                               }
+                             Request* r = nullptr;
+                             while (r == nullptr) {
+                               auto p = ct.isend(send, out.data(), out.size(), 0, nullptr);
+                               if (!p.ok()) return 30;
+                               r = *p;
                              }
+                             if (write(started[1], "a", 1) != 1) return 31;
+                             TestResult res;
+                             if (!ct.test(r, &res).ok()) return 32;
+                             if (res.done) return 33;  // 256 MiB into the kernel in one call
+                             if (write(started[1], "b", 1) != 1) return 34;
+                             for (;;) pause();  // until the parent's SIGKILL
                            });
+  close(started[1]);
   RecvComm* recv = acceptFrom(*t, *listen);
   t->closeListen(*listen);
   ASSERT_NE(recv, nullptr);
@@ -133,12 +141,22 @@ TEST(Processes, PeerKilledMidTransferIsAnErrorWithinTheBound) {
   int tags[1] = {0};
   Request* r = postRecv(*t, recv, 1, data, capacity, tags);
   ASSERT_NE(r, nullptr);
-  // Let some of the message arrive, then kill the sender mid-message. Each test() reads what the
-  // kernel holds, so on a loaded machine each call moves more: 500 calls, not 2000, kept 256 MiB
-  // from completing even while other processes took the receiver's core.
+  // The sender's isend waits for this side's CTS record, which this side's test() writes.
   TestResult res;
-  for (int i = 0; i < 500 && !res.done; ++i) ASSERT_TRUE(t->test(r, &res).ok());
-  ASSERT_FALSE(res.done) << "the whole 256 MiB arrived before the kill; make it larger";
+  pollfd ready{started[0], POLLIN, 0};
+  const int64_t deadline = monotonicMs() + 10000;
+  while (::poll(&ready, 1, 0) == 0 && monotonicMs() < deadline) {
+    ASSERT_TRUE(t->test(r, &res).ok());
+  }
+  char step = 0;
+  ASSERT_EQ(read(started[0], &step, 1), 1) << "the sender's isend was never accepted";
+  ASSERT_EQ(step, 'a');
+  ASSERT_EQ(read(started[0], &step, 1), 1) << "the sender's first test() failed";
+  ASSERT_EQ(step, 'b');
+  close(started[0]);
+  // Take what the kernel holds of the part that was written; the rest never comes.
+  for (int i = 0; i < 200 && !res.done; ++i) ASSERT_TRUE(t->test(r, &res).ok());
+  ASSERT_FALSE(res.done) << "the whole 256 MiB arrived though the sender wrote it once";
   kill(child, SIGKILL);
   EXPECT_EQ(waitChild(child), 128 + SIGKILL);
   const int64_t killed = monotonicMs();

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -354,17 +356,22 @@ int devicesWith(const std::vector<std::pair<const char*, std::string>>& env) {
 const std::string kRoce = std::string(PILOT_TOPOLOGY_DATA) + "/kvm-flat-2gpu-2nic";
 const std::string kInfiniband = std::string(PILOT_TOPOLOGY_DATA) + "/baremetal-2gpu-2nic-switch";
 
+/// A new sysfs root holding `files` (a path inside the root, and its one line), nothing else.
+std::string sysfsTree(const std::vector<std::pair<std::string, std::string>>& files) {
+  const std::string root = makeTempDir();
+  for (const auto& [path, line] : files) {
+    const std::filesystem::path file = std::filesystem::path(root) / path;
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file) << line << "\n";
+    EXPECT_EQ(readFile(file.string()), line + "\n") << file;
+  }
+  return root;
+}
+
 /// A sysfs tree with one RDMA port in `state` (as the kernel writes it, "1: DOWN").
 std::string rdmaTree(const std::string& state) {
-  char dir[] = "/tmp/pilot-rdma-sysfs-XXXXXX";
-  EXPECT_NE(mkdtemp(dir), nullptr);
-  const std::string port = std::string(dir) + "/sys/class/infiniband/mlx5_0/ports/1";
-  EXPECT_EQ(std::system(("mkdir -p " + port).c_str()), 0);
-  EXPECT_EQ(std::system(("echo '" + state + "' > " + port + "/state && echo InfiniBand > " + port +
-                         "/link_layer")
-                            .c_str()),
-            0);
-  return dir;
+  const std::string port = "sys/class/infiniband/mlx5_0/ports/1";
+  return sysfsTree({{port + "/state", state}, {port + "/link_layer", "InfiniBand"}});
 }
 
 TEST(NetPluginTransport, AutoIsTheDefaultAndLeavesEthernetToNcclsSocket) {
@@ -403,14 +410,7 @@ TEST(NetPluginTransport, AutoIsTheDefaultAndLeavesEthernetToNcclsSocket) {
 
 /// A sysfs root whose /proc says TCP's congestion control is `cc` (no RDMA device).
 std::string congestionTree(const std::string& cc) {
-  char dir[] = "/tmp/pilot-cc-sysfs-XXXXXX";
-  EXPECT_NE(mkdtemp(dir), nullptr);
-  const std::string ipv4 = std::string(dir) + "/proc/sys/net/ipv4";
-  EXPECT_EQ(
-      std::system(("mkdir -p " + ipv4 + " && echo " + cc + " > " + ipv4 + "/tcp_congestion_control")
-                      .c_str()),
-      0);
-  return dir;
+  return sysfsTree({{"proc/sys/net/ipv4/tcp_congestion_control", cc}});
 }
 
 TEST(NetPluginTransport, AutoNamesWhenOptingInPaysOnBulkToo) {

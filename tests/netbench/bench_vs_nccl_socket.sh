@@ -158,6 +158,18 @@ per_invocation() {
   done
 }
 
+# summary CASE KEY INDEX -> "ours NCCL ratio lowest highest": the medians over the invocations
+# of ours and of NCCL's, and the median, lowest and highest of the per-invocation ratios
+summary() {
+  local mine theirs ratios
+  mine=$(per_invocation "$1" ours "$2" "$3")
+  theirs=$(per_invocation "$1" nccl "$2" "$3")
+  ratios=$(paste -d' ' <(echo "$mine") <(echo "$theirs") |
+    awk '{ print ($2 > 0 ? $1 / $2 : 0) }' | sort -g)
+  echo "$(median <<<"$mine") $(median <<<"$theirs") $(median <<<"$ratios")" \
+    "$(head -n 1 <<<"$ratios") $(tail -n 1 <<<"$ratios")"
+}
+
 report() { # CASE TITLE
   local name=$1 title=$2
   local first=("$results/$name".1.ours.*.json)
@@ -174,33 +186,14 @@ report() { # CASE TITLE
     local size row=() key
     size=$(jq -r ".results[$i].size" "${first[0]}")
     for key in bw_gbps lat_us_p50 lat_us_p99 cpu_s_per_gb; do
-      # "a b" per invocation, ours then NCCL's
-      row+=("$(paste -d' ' <(per_invocation "$name" ours "$key" "$i") \
-        <(per_invocation "$name" nccl "$key" "$i") | tr '\n' ';')")
+      row+=("$(summary "$name" "$key" "$i")")
     done
-    awk -v size="$size" -v bw="${row[0]}" -v p50="${row[1]}" -v p99="${row[2]}" \
-      -v cpu="${row[3]}" '
-      function med(a, n,   i, j, t) {
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-      }
-      # sets m[1] (ours), m[2] (NCCL), m[3] (ratio), m[4], m[5] (ratio range) from "a b;a b;..."
-      function stats(text, m,   parts, n, k, pair, o, t, r, lo, hi) {
-        n = split(text, parts, ";"); if (parts[n] == "") n--
-        lo = 1e30; hi = -1e30
-        for (k = 1; k <= n; k++) {
-          split(parts[k], pair, " "); o[k] = pair[1]; t[k] = pair[2]
-          r[k] = pair[2] > 0 ? pair[1] / pair[2] : 0
-          if (r[k] < lo) lo = r[k]; if (r[k] > hi) hi = r[k]
-        }
-        m[1] = med(o, n); m[2] = med(t, n); m[3] = med(r, n); m[4] = lo; m[5] = hi
-      }
-      BEGIN {
-        stats(bw, b); stats(p50, l); stats(p99, h); stats(cpu, c)
-        s = size >= 1048576 ? size / 1048576 "M" : (size >= 1024 ? size / 1024 "K" : size)
-        printf "%-6s | %7.3f %7.3f %5.2fx %5.2f-%5.2f | %8.1f %8.1f %5.2fx | %8.1f %8.1f %5.2fx | %7.3f %7.3f %5.2fx %5.2f-%5.2f\n",
-          s, b[1], b[2], b[3], b[4], b[5], l[1], l[2], l[3], h[1], h[2], h[3], c[1], c[2], c[3], c[4], c[5]
-      }'
+    awk -v size="$size" -v r="${row[*]}" 'BEGIN {
+      split(r, v, " ")  # per key: ours, NCCL, ratio, lowest ratio, highest ratio
+      s = size >= 1048576 ? size / 1048576 "M" : (size >= 1024 ? size / 1024 "K" : size)
+      printf "%-6s | %7.3f %7.3f %5.2fx %5.2f-%5.2f | %8.1f %8.1f %5.2fx | %8.1f %8.1f %5.2fx | %7.3f %7.3f %5.2fx %5.2f-%5.2f\n",
+        s, v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[11], v[12], v[13],
+        v[16], v[17], v[18], v[19], v[20] }'
   done
 }
 

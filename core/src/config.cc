@@ -27,6 +27,11 @@ const std::vector<SettingInfo>& allSettings() {
        "the fabric the table's fabric= keys match: auto = detected (RDMA ports ACTIVE, their link "
        "layer, NCCL_IB_DISABLE, NCCL_NET, NCCL_IB_HCA), or name it",
        "auto|ib|roce|ethernet"},
+      {setting::kTunerExplore, SettingType::Text, "0",
+       "share of the calls of each (communicator, collective, size) that try an alternative "
+       "algorithm x protocol for the profiler to measure, 0..0.25 (0 = off); every rank must "
+       "read the same value",
+       nullptr},
       {setting::kTopo, SettingType::Bool, "1",
        "0 = the net plugin writes no topology file (NCCL_TOPO_FILE) and NCCL detects on its own",
        nullptr},

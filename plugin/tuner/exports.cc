@@ -73,13 +73,14 @@ ncclResult_t initLegacy(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFn, v
 // v5 .. v7 share init(context, commId, nRanks, nNodes, logger, nvl, constants); v7's constants
 // are a larger struct, which the tuner never reads or writes.
 template <int Version, typename Constants>
-ncclResult_t initV5(void** context, uint64_t /*commId*/, size_t nRanks, size_t nNodes,
+ncclResult_t initV5(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
                     ncclDebugLogger_t logFn, ncclNvlDomainInfo_v5_t* nvl,
                     Constants* /*constants*/) {
   ContextParams params;
   params.nRanks = nRanks;
   params.nNodes = nNodes;
   params.abiVersion = Version;
+  params.commId = commId;
   if (nvl != nullptr && static_cast<size_t>(nvl->nNvlDomains) == nNodes) {
     // NCCL fills one NVL domain per node with min/max local ranks. Anything else (a domain
     // spanning nodes) is not ranks per node: derive it from nRanks / nNodes instead.

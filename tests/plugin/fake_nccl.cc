@@ -165,8 +165,13 @@ Decision FakeComm::collInfoV2(const Call& call) const {
 
 Decision FakeComm::collInfo(const Call& call) const {
   if (rel_.abi == 2) return collInfoV2(call);
+  return collInfo(call, model(call));
+}
+
+Decision FakeComm::collInfo(const Call& call, const CostTable& costs) const {
   Decision d;
-  d.before = model(call);
+  d.before = costs;
+  d.before.numAlgo = rel_.numAlgo;
   // The table sits between guard cells; with 6 algorithms the 7th row is guard too.
   float buffer[kGuardCells + kMaxAlgo * kNumProto + kGuardCells];
   for (float& c : buffer) c = kGuard;

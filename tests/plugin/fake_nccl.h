@@ -72,6 +72,9 @@ class FakeComm {
   /// value other than 0 or -1, set only one of v2's algorithm/protocol, or set a bad channel
   /// count.
   Decision collInfo(const Call& call) const;
+  /// The same with `costs` as the table NCCL passes instead of the synthetic model (v3+; the
+  /// job simulator, tests/sim, passes a sweep's times).
+  Decision collInfo(const Call& call, const CostTable& costs) const;
   /// NCCL's choice for `call` with no plugin loaded.
   Choice ncclDefault(const Call& call) const;
   /// The model table rel_ would pass for `call`.

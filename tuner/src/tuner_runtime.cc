@@ -1,6 +1,7 @@
 #include "pilot/tuner/tuner_runtime.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 
 #include "pilot/core/text.h"
@@ -33,15 +34,56 @@ void traceDecision(Logger& log, const char* abi, int collType, uint64_t nBytes, 
 }  // namespace
 
 TunerContext::TunerContext(std::shared_ptr<const CompiledTable> table,
-                           std::unique_ptr<Logger> logger, bool trace)
+                           std::unique_ptr<Logger> logger, bool trace,
+                           std::unique_ptr<Explorer> explorer)
     : compiled_(std::move(table)),
       table_(compiled_ && !compiled_->empty() ? compiled_.get() : nullptr),
       logger_(std::move(logger)),
       trace_(trace),
-      nNodes_(compiled_ ? compiled_->shape().nNodes : 1) {
+      nNodes_(compiled_ ? compiled_->shape().nNodes : 1),
+      explorer_(std::move(explorer)) {
   if (!logger_) logger_ = std::make_unique<NullLogger>();
   for (int c = 0; c < kNumCollectives && table_ != nullptr; ++c) {
     index_[c] = table_->sizeIndex(static_cast<Collective>(c));
+  }
+}
+
+void TunerContext::getCollInfoExploring(int collType, uint64_t nBytes, int numPipeOps,
+                                        float* costTable, int numAlgo, int numProto, int regBuff,
+                                        int* nChannels) const noexcept {
+  const int cells = numAlgo * numProto;
+  uint64_t turn = 0;
+  if (costTable == nullptr || !validCollective(collType) || numAlgo <= 0 || numProto <= 0 ||
+      cells > kMaxExploreCells || !explorer_->scheduled(collType, nBytes, &turn)) {
+    decide(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
+    return;
+  }
+  float ncclCosts[kMaxExploreCells];
+  std::memcpy(ncclCosts, costTable, sizeof(float) * static_cast<size_t>(cells));
+  const int ncclChannels = nChannels != nullptr ? *nChannels : 0;
+  decide(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
+  // What NCCL would run after the decision: the alternatives are the other cells.
+  const int baseline = cheapestCell(costTable, cells);
+  const int cell = explorer_->pick(collType, nBytes, turn, ncclCosts, cells, baseline);
+  if (cell < 0) return;  // nothing within the bound: the decision stands
+  // NCCL's own table again, with the alternative selected and NCCL's channel count: the call
+  // measures the cell, not a rule's channels or chunk (getChunkSize finds no rule for it).
+  std::memcpy(costTable, ncclCosts, sizeof(float) * static_cast<size_t>(cells));
+  costTable[cell] = 0.0f;
+  if (nChannels != nullptr) *nChannels = ncclChannels;
+  explorer_->countExploration();
+  memoRule_.store(packMemo(collType, kNoRule), std::memory_order_relaxed);
+  memoBytes_.store(nBytes, std::memory_order_relaxed);
+  if (__builtin_expect(trace_, 0)) {
+    PILOT_LOG(
+        *logger_, Trace, subsys::Tuning,
+        "getCollInfo %s %llu bytes pipeOps %d: exploration %llu runs %s/%s",
+        collectiveName(static_cast<Collective>(collType)), static_cast<unsigned long long>(nBytes),
+        numPipeOps, static_cast<unsigned long long>(turn),
+        cell / numProto < kNumAlgorithms ? algorithmName(static_cast<Algorithm>(cell / numProto))
+                                         : "?",
+        cell % numProto < kNumProtocols ? protocolName(static_cast<Protocol>(cell % numProto))
+                                        : "?");
   }
 }
 
@@ -216,6 +258,20 @@ const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log, const ProcessFac
     return out;
   }
   out.enabled = true;
+  // Exploration is read before the table: a job without one still explores around NCCL.
+  auto explore = readExploreSettings(env_);
+  if (explore.ok()) {
+    out.explore = explore.value();
+  } else if (strict) {
+    out.strictFailure = true;
+    out.strictReason = explore.error() + " and " + setting::kTunerStrict + "=1";
+    return out;
+  } else {
+    PILOT_LOG(log, Warn, subsys::Init | subsys::Tuning | subsys::Env,
+              "%s; exploration stays off on this rank, which now decides apart from ranks that "
+              "explore (give every rank the same value)",
+              explore.error().c_str());
+  }
 
   // The table is a file on each node: a node holding another version of it would decide
   // differently from the others. Its digest goes into the log, and a launcher can pin it
@@ -322,7 +378,44 @@ Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
               params.abiVersion, describeFacts(params.facts).c_str(), compiled->droppedByFabric(),
               compiled->droppedByNccl());
   }
-  return std::make_unique<TunerContext>(std::move(compiled), std::move(logger), trace);
+  std::unique_ptr<Explorer> explorer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    explorer = explorerFor(*loaded_, params, *logger);
+  }
+  return std::make_unique<TunerContext>(std::move(compiled), std::move(logger), trace,
+                                        std::move(explorer));
+}
+
+std::unique_ptr<Explorer> TunerRuntime::explorerFor(const Loaded& loaded,
+                                                    const ContextParams& params,
+                                                    Logger& logger) const {
+  if (!loaded.enabled || !loaded.explore.on()) return nullptr;
+  if (params.abiVersion < 3) {
+    PILOT_LOG(logger, Info, subsys::Init | subsys::Tuning,
+              "%s is set, but tuner ABI v2 (NCCL 2.21) passes no cost table to bound the "
+              "alternatives: no exploration",
+              setting::kTunerExplore);
+    return nullptr;
+  }
+  if (readText(env_, setting::kNcclAlgo) || readText(env_, setting::kNcclProto)) {
+    PILOT_LOG(logger, Info, subsys::Init | subsys::Tuning,
+              "%s is set, but so is NCCL_ALGO or NCCL_PROTO: the user's choice holds, no "
+              "exploration",
+              setting::kTunerExplore);
+    return nullptr;
+  }
+  const std::string tableSha = loaded.table ? loaded.table->sha256 : "";
+  PILOT_LOG(logger, Info, subsys::Init | subsys::Tuning,
+            "communicator %llu ranks on %llu nodes: exploring %g of the calls of each "
+            "(collective, size), alternatives within %gx of NCCL's predicted cost; schedule "
+            "digest %s (the fraction, the bound and table %s: it must be the same on every rank)",
+            static_cast<unsigned long long>(params.nRanks),
+            static_cast<unsigned long long>(params.nNodes), loaded.explore.fraction,
+            static_cast<double>(loaded.explore.costBound),
+            exploreDigest(loaded.explore, tableSha).c_str(),
+            tableSha.empty() ? "none" : tableSha.substr(0, kLoggedDigest).c_str());
+  return std::make_unique<Explorer>(loaded.explore, params.commId);
 }
 
 std::shared_ptr<const CompiledTable> TunerRuntime::compileLocked(const Loaded& loaded,

@@ -15,6 +15,7 @@
 #include "pilot/core/log.h"
 #include "pilot/core/result.h"
 #include "pilot/tuner/compiled_table.h"
+#include "pilot/tuner/exploration.h"
 
 namespace pilot::tuner {
 
@@ -26,6 +27,8 @@ struct ContextParams {
   /// NCCL said nodes hold different numbers of ranks: rules with rpn= never match.
   bool unevenNodes = false;
   int abiVersion = 6;
+  /// NCCL's commHash (v5+ init; 0 before): the same on every rank of the communicator.
+  uint64_t commId = 0;
   /// The fabric and the running NCCL's version (plugin/ reads them; process_facts.h says why
   /// they must be alike on every node). The default knows neither.
   ProcessFacts facts;
@@ -35,8 +38,9 @@ struct ContextParams {
 /// them from several threads on several contexts at once.
 class TunerContext {
  public:
+  /// `explorer`: null unless NCCL_PILOT_TUNER_EXPLORE is on for this communicator.
   TunerContext(std::shared_ptr<const CompiledTable> table, std::unique_ptr<Logger> logger,
-               bool trace);
+               bool trace, std::unique_ptr<Explorer> explorer = nullptr);
 
   /// v3+: edits NCCL's cost table (float[numAlgo][numProto]) and maybe *nChannels.
   /// regBuff < 0 means the ABI does not pass it (v3): rules with regbuff= do not match.
@@ -56,10 +60,20 @@ class TunerContext {
   void getChunkSize(int collType, uint64_t nBytes, int algo, int proto,
                     size_t* chunkSize) const noexcept;
 
-  bool active() const { return table_ != nullptr; }
+  bool active() const { return table_ != nullptr || explorer_ != nullptr; }
+  /// Calls that ran an alternative (0 without exploration).
+  uint64_t explorations() const { return explorer_ ? explorer_->explorations() : 0; }
   Logger& logger() const { return *logger_; }
 
  private:
+  /// getCollInfo without exploration: the table's decision (or none).
+  __attribute__((always_inline)) void decide(int collType, uint64_t nBytes, int numPipeOps,
+                                             float* costTable, int numAlgo, int numProto,
+                                             int regBuff, int* nChannels) const noexcept;
+  /// getCollInfo with an explorer: the decision, then, on the calls the schedule names, an
+  /// alternative cell instead (exploration.h).
+  void getCollInfoExploring(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
+                            int numAlgo, int numProto, int regBuff, int* nChannels) const noexcept;
   /// getCollInfo in full: the interval, its plain select if any, then its candidates in
   /// priority order (and the linear fallback, and no table at all).
   void getCollInfoSlow(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
@@ -81,6 +95,7 @@ class TunerContext {
   std::unique_ptr<Logger> logger_;
   bool trace_ = false;
   uint64_t nNodes_ = 1;
+  std::unique_ptr<Explorer> explorer_;
 
   // The decision of the last getCollInfo, for getChunkSize. Relaxed atomics: NCCL drives one
   // communicator from one thread at a time, so they only need to be free of data races.
@@ -95,6 +110,17 @@ class TunerContext {
 inline void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps,
                                       float* costTable, int numAlgo, int numProto, int regBuff,
                                       int* nChannels) const noexcept {
+  if (__builtin_expect(explorer_ != nullptr, 0)) {
+    getCollInfoExploring(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff,
+                         nChannels);
+    return;
+  }
+  decide(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
+}
+
+inline void TunerContext::decide(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
+                                 int numAlgo, int numProto, int regBuff,
+                                 int* nChannels) const noexcept {
   // The common case: the size's bucket holds at most one edge and its interval's first rule is
   // a plain select whose cell NCCL left usable. Everything else goes the full way; without a
   // table there is nothing to do.
@@ -125,8 +151,9 @@ inline void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipe
 
 /// Every rank must decide alike: its inputs that are not NCCL's (the same on every rank) are
 /// the table file, the facts (process_facts.h) and this process's settings (NCCL_PILOT_TUNER*,
-/// NCCL_TUNER_CONFIG_FILE, NCCL_ALGO/NCCL_PROTO under ABI v2), which a launcher must give every
-/// rank alike. The table's digest is logged, and can be pinned, for that reason.
+/// NCCL_TUNER_CONFIG_FILE, NCCL_ALGO/NCCL_PROTO under ABI v2, NCCL_PILOT_TUNER_EXPLORE), which
+/// a launcher must give every rank alike. The table's digest, and exploration's, are logged
+/// (and the table's can be pinned) for that reason.
 class TunerRuntime {
  public:
   explicit TunerRuntime(EnvLookup env);
@@ -161,7 +188,11 @@ class TunerRuntime {
     bool strictFailure = false;
     std::string strictReason;
     std::shared_ptr<const TuningTable> table;  // null: no table, NCCL decides
+    ExploreSettings explore;
   };
+  /// The communicator's explorer, or null (off, ABI v2, NCCL_ALGO/NCCL_PROTO set); logs why.
+  std::unique_ptr<Explorer> explorerFor(const Loaded& loaded, const ContextParams& params,
+                                        Logger& logger) const;
   const Loaded& loadOnce(Logger& logger, const ProcessFacts& facts);
   /// Empty when NCCL_PILOT_TUNER_TABLE_SHA256 is unset or names this table; else the WARN.
   std::string digestProblem(const std::string& path, const TuningTable& table) const;

@@ -1,0 +1,188 @@
+// NCCL_PILOT_TUNER_EXPLORE through the built module, as NCCL calls it: the share of calls that
+// run an alternative, the bound on NCCL's predicted cost, the cells NCCL ignored, the settings
+// that turn it off, and the same schedule in separate processes.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "test_support.h"
+
+namespace fake {
+namespace {
+
+const std::vector<size_t> kSizes = {8, 4 * K, 64 * K, 1 * M, 16 * M, 256 * M};
+constexpr int kCallsPerSize = 2000;
+
+struct JobFigures {
+  std::map<size_t, int> explored;                 ///< calls unlike NCCL's (or the table's) pick
+  std::map<size_t, std::set<std::string>> tried;  ///< the alternatives, per size
+  std::string decisions;                          ///< every call's choice, in order
+  int overBound = 0;                              ///< alternatives above 2x NCCL's cheapest cost
+};
+
+/// One communicator's job: kCallsPerSize training steps, each running every size once.
+/// `baseline` is what the same call runs without exploration.
+JobFigures runJob(const FakeComm& comm, const FakeComm* baseline = nullptr) {
+  JobFigures f;
+  for (int step = 0; step < kCallsPerSize; ++step) {
+    for (size_t size : kSizes) {
+      const Call call = allReduce(size);
+      const Decision d = comm.collInfo(call);
+      const Choice normal = baseline ? baseline->collInfo(call).choice : comm.ncclDefault(call);
+      f.decisions += toString(d.choice) + ";";
+      if (d.choice == normal) continue;
+      ++f.explored[size];
+      f.tried[size].insert(toString(d.choice));
+      float cheapest = -1;
+      for (int c = 0; c < d.before.size(); ++c) {
+        const float v = d.before.cells[c];
+        if (v >= 0 && (cheapest < 0 || v < cheapest)) cheapest = v;
+      }
+      if (d.before.at(d.choice.algo, d.choice.proto) > 2.0f * cheapest) ++f.overBound;
+    }
+  }
+  return f;
+}
+
+TEST(Exploration, AFractionOfEachSizesCallsTriesAlternativesWithinTheCostBound) {
+  inChild([] {
+    setEnv("NCCL_PILOT_TUNER_EXPLORE", "0.05");
+    FAKE_LOAD(m, kTunerModule);
+    FakeComm comm(m, release("2.28"), {16, 2});
+    ASSERT_EQ(comm.initResult(), ncclSuccess);
+    // collInfo fails the test if a cell NCCL ignored is ever revived or set.
+    const JobFigures f = runJob(comm);
+    int sizesWithTwo = 0;
+    for (size_t size : kSizes) {
+      SCOPED_TRACE(size);
+      // Bresenham: exactly 5% of 2000 calls, give or take the first one.
+      EXPECT_NEAR(f.explored.count(size) ? f.explored.at(size) : 0, 100, 1);
+      sizesWithTwo += f.tried.count(size) && f.tried.at(size).size() >= 2 ? 1 : 0;
+    }
+    EXPECT_GE(sizesWithTwo, 4) << "alternatives take turns at most sizes";
+    EXPECT_EQ(f.overBound, 0);
+    EXPECT_TRUE(logged(NCCL_LOG_INFO, {"exploring 0.05", "schedule digest"})) << dumpLogs();
+  });
+}
+
+TEST(Exploration, ExploresAroundTheTablesChoiceAndKeepsNcclsChannels) {
+  inChild([] {
+    TempTable table("allreduce size=..1M algo=ring proto=ll channels=3\n");
+    setEnv("NCCL_PILOT_TUNER_TABLE", table.path());
+    setEnv("NCCL_PILOT_TUNER_EXPLORE", "0.1");
+    FAKE_LOAD(m, kTunerModule);
+    FakeComm comm(m, release("2.30"), {16, 2});
+    ASSERT_EQ(comm.initResult(), ncclSuccess);
+    int ruled = 0, explored = 0;
+    for (int i = 0; i < 1000; ++i) {
+      const Decision d = comm.collInfo(allReduce(4 * K));
+      if (d.choice == pick(NCCL_ALGO_RING, NCCL_PROTO_LL)) {
+        ++ruled;
+        EXPECT_EQ(d.nChannels, 3);
+      } else {
+        ++explored;
+        EXPECT_EQ(d.nChannels, 0) << "an exploration measures the cell with NCCL's channels";
+      }
+    }
+    EXPECT_NEAR(explored, 100, 1);
+    EXPECT_EQ(ruled + explored, 1000);
+  });
+}
+
+TEST(Exploration, OffUnlessAskedForAndWhenTheUserForcedTheChoice) {
+  for (const char* value : {"", "0"}) {
+    inChild([value] {
+      if (*value != '\0') setEnv("NCCL_PILOT_TUNER_EXPLORE", value);
+      FAKE_LOAD(m, kTunerModule);
+      FakeComm comm(m, release("2.28"), {16, 2});
+      EXPECT_TRUE(runJob(comm).explored.empty()) << "value '" << value << "'";
+    });
+  }
+  inChild([] {
+    setEnv("NCCL_PILOT_TUNER_EXPLORE", "0.05");
+    setEnv("NCCL_PROTO", "Simple,LL");
+    FAKE_LOAD(m, kTunerModule);
+    FakeComm comm(m, release("2.28"), {16, 2});
+    EXPECT_TRUE(runJob(comm).explored.empty());
+    EXPECT_TRUE(logged(NCCL_LOG_INFO, {"NCCL_ALGO or NCCL_PROTO", "no exploration"}));
+  });
+  inChild([] {  // 2.21: no cost table to bound the alternatives with
+    setEnv("NCCL_PILOT_TUNER_EXPLORE", "0.05");
+    FAKE_LOAD(m, kTunerModule);
+    FakeComm comm(m, release("2.21"), {16, 2});
+    for (int i = 0; i < 100; ++i) {
+      const Call call = allReduce(64 * K);
+      EXPECT_EQ(comm.collInfo(call).choice, comm.ncclDefault(call));
+    }
+    EXPECT_TRUE(logged(NCCL_LOG_INFO, {"tuner ABI v2", "no exploration"}));
+  });
+}
+
+TEST(Exploration, AMalformedValueWarnsAndStaysOffOrFailsInStrictMode) {
+  inChild([] {
+    setEnv("NCCL_PILOT_TUNER_EXPLORE", "0.5");
+    FAKE_LOAD(m, kTunerModule);
+    FakeComm comm(m, release("2.28"), {16, 2});
+    ASSERT_EQ(comm.initResult(), ncclSuccess);
+    EXPECT_TRUE(runJob(comm).explored.empty());
+    EXPECT_TRUE(logged(NCCL_LOG_WARN, {"NCCL_PILOT_TUNER_EXPLORE=0.5", "decides apart"}))
+        << dumpLogs();
+  });
+  inChild([] {
+    setEnv("NCCL_PILOT_TUNER_EXPLORE", "five percent");
+    setEnv("NCCL_PILOT_TUNER_STRICT", "1");
+    FAKE_LOAD(m, kTunerModule);
+    FakeComm comm(m, release("2.28"), {16, 2});
+    EXPECT_NE(comm.initResult(), ncclSuccess);
+  });
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(Exploration, SeparateProcessesFedTheSameCallsDecideEveryCallAlike) {
+  // One process per rank, as in a job: each loads the module, reads its settings and counts
+  // its own calls. The schedule must come out the same, call for call.
+  char dir[] = "/tmp/pilot-explore-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  constexpr int kRanks = 4;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    inChild([&dir, rank] {
+      setEnv("NCCL_PILOT_TUNER_EXPLORE", "0.05");
+      // Rank-local inputs that must not matter: the host's view of time and the PID differ
+      // anyway; the rank differs in what a launcher sets.
+      setEnv("RANK", std::to_string(rank));
+      FAKE_LOAD(m, kTunerModule);
+      FakeComm comm(m, release("2.29"), {16, 2});
+      const JobFigures f = runJob(comm);
+      std::ofstream(std::string(dir) + "/rank" + std::to_string(rank)) << f.decisions;
+    });
+  }
+  inChild([&dir] {  // the same job without exploration, for contrast
+    FAKE_LOAD(m, kTunerModule);
+    FakeComm comm(m, release("2.29"), {16, 2});
+    std::ofstream(std::string(dir) + "/off") << runJob(comm).decisions;
+  });
+  const std::string first = readFile(std::string(dir) + "/rank0");
+  ASSERT_FALSE(first.empty());
+  for (int rank = 1; rank < kRanks; ++rank) {
+    EXPECT_EQ(readFile(std::string(dir) + "/rank" + std::to_string(rank)), first)
+        << "rank " << rank << " decided apart from rank 0";
+  }
+  EXPECT_NE(readFile(std::string(dir) + "/off"), first) << "exploration changed nothing";
+  for (const char* name : {"rank0", "rank1", "rank2", "rank3", "off"}) {
+    std::remove((std::string(dir) + "/" + name).c_str());
+  }
+  rmdir(dir);
+}
+
+}  // namespace
+}  // namespace fake

@@ -43,6 +43,7 @@ struct EventPath::Slot {
   double busBytes = 0;
   double expectedNs = 0;
   unsigned keyIndex = 0;
+  unsigned sampleSlot = CallSamples::kNoKey;
   unsigned nChannels = 0;
   // channelStart[c] is written and read by the thread that reports channel c.
   uint64_t channelStart[kMaxChannels] = {};
@@ -192,6 +193,8 @@ void* EventPath::startCollective(CommMonitor& comm, const CollEvent& e) {
   slot->busBytes = busBytes(op, bytes, comm.identity().nRanks);
   slot->expectedNs = comm.expectedNs(key.decision, op, bytes);
   slot->keyIndex = comm.keyIndex(key.pack());
+  slot->sampleSlot = comm.samples().slotOf(
+      {op, bytes, key.algorithm, key.protocol, static_cast<uint8_t>(e.nChannels)});
   slot->nChannels = e.nChannels;
   slot->started.store(0, kRelaxed);
   slot->stopped.store(0, kRelaxed);
@@ -254,6 +257,7 @@ void EventPath::complete(Slot& slot) {
   c.busBytes = slot.busBytes;
   c.expectedNs = slot.expectedNs;
   comm->aggregate(slot.keyIndex).record(c);
+  comm->samples().record(slot.sampleSlot, c.timeNs);
   comm->countMeasured();
 }
 

@@ -248,6 +248,9 @@ CommReport MetricsRuntime::reportOf(Comm& comm, bool finalized) {
     previous = v.totals;
     r.keys.push_back(std::move(k));
   }
+  r.samples = m.samples().snapshot();
+  r.samplesOverflow = m.samples().overflow();
+  r.tableSha256 = m.tableSha256();
   return r;
 }
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "pilot/core/fabric.h"
+
 #include "pilot/core/text.h"
 #include "pilot/metrics/prometheus.h"
 
@@ -81,6 +83,68 @@ void collectiveLine(std::string* out, const ProcessReport& p, const CommReport& 
   *out += "}\n";
 }
 
+/// The time in microseconds below which a share q of the calls of `v` ran, from its 2% bins
+/// (the bin's geometric centre, clamped to the exact minimum and maximum).
+double sampleQuantileUs(const CallSamples::View& v, double q) {
+  const double want = q * static_cast<double>(v.calls);
+  uint64_t seen = 0;
+  for (size_t b = 0; b < v.counts.size(); ++b) {
+    seen += v.counts[b];
+    if (static_cast<double>(seen) >= want && v.counts[b] > 0) {
+      const double k = static_cast<double>(v.firstBin) + static_cast<double>(b) + 0.5;
+      const double ns = std::pow(kSampleBinRatio, k);
+      const double lo = static_cast<double>(v.minNs), hi = static_cast<double>(v.maxNs);
+      return (ns < lo ? lo : ns > hi ? hi : ns) / 1000.0;
+    }
+  }
+  return static_cast<double>(v.maxNs) / 1000.0;
+}
+
+std::string ncclVersionOf(const tuner::ProcessFacts& f) {
+  return f.nccl.lo == f.nccl.hi ? tuner::formatNcclVersion(f.nccl.lo) : "unknown";
+}
+
+/// One "calibration" line: what `nccl-pilot fit` reads (calibration/metrics_summary.h).
+void calibrationLine(std::string* out, const ProcessReport& p, const CommReport& c,
+                     const CallSamples::View& v) {
+  const CommIdentity& id = c.identity;
+  *out += '{';
+  field(out, "kind", "\"calibration\"");
+  field(out, "comm", commId(c));
+  field(out, "comm_name", jsonString(id.name));
+  field(out, "rank", std::to_string(id.rank));
+  field(out, "nranks", std::to_string(id.nRanks));
+  field(out, "n_nodes", std::to_string(id.nNodes));
+  field(out, "node", jsonString(p.node));
+  field(out, "pid", std::to_string(p.pid));
+  field(out, "nccl", jsonString(ncclVersionOf(id.facts)));
+  field(out, "fabric", jsonString(id.facts.fabric ? fabricName(*id.facts.fabric) : "unknown"));
+  field(out, "table_sha256", jsonString(c.tableSha256));
+  field(out, "collective", jsonString(operationName(v.key.op)));
+  field(out, "bytes", num(tunerBytes(v.key.op, v.key.messageBytes, id.nRanks)));
+  field(out, "message_bytes", num(v.key.messageBytes));
+  field(out, "algo", jsonString(algorithmLabel(v.key.algorithm)));
+  field(out, "proto", jsonString(protocolLabel(v.key.protocol)));
+  field(out, "channels", std::to_string(v.key.channels));
+  field(out, "calls", num(v.calls));
+  const double sumUs = static_cast<double>(v.sumNs) / 1000.0;
+  field(out, "time_us",
+        "{\"sum\":" + num(sumUs) + ",\"mean\":" + num(sumUs / static_cast<double>(v.calls)) +
+            ",\"median\":" + num(sampleQuantileUs(v, 0.5)) + ",\"p10\":" +
+            num(sampleQuantileUs(v, 0.1)) + ",\"p90\":" + num(sampleQuantileUs(v, 0.9)) +
+            ",\"min\":" + num(static_cast<double>(v.minNs) / 1000.0) +
+            ",\"max\":" + num(static_cast<double>(v.maxNs) / 1000.0) + "}");
+  field(out, "bin_ratio", num(kSampleBinRatio));
+  std::string bins = "[";
+  for (size_t b = 0; b < v.counts.size(); ++b) {
+    if (v.counts[b] == 0) continue;
+    if (bins.size() > 1) bins += ',';
+    bins += "[" + std::to_string(v.firstBin + static_cast<int>(b)) + "," + num(v.counts[b]) + "]";
+  }
+  field(out, "bins", bins + "]");
+  *out += "}\n";
+}
+
 }  // namespace
 
 std::string jsonString(const std::string& value) {
@@ -134,8 +198,10 @@ std::string renderSummary(const ProcessReport& p) {
       skipped += jsonString(skipName(static_cast<Skip>(s))) + ":" + num(c.skipped[s]);
     }
     field(&out, "skipped", skipped + "}");
+    field(&out, "calibration_overflow", num(c.samplesOverflow));
     out += "}\n";
     for (const KeyReport& k : c.keys) collectiveLine(&out, p, c, k);
+    for (const CallSamples::View& v : c.samples) calibrationLine(&out, p, c, v);
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // What the profiler keeps and exports, through the built module (ABI v5): sampling and the
 // minimum size, channels without GPU time, the key cap, the table's decisions and their drift,
 // Inspector's per-interval series, the JSON-lines summary, HTTP /metrics, the GPU label,
-// unload and reload, and many threads at once (the TSan build runs this too).
+// unload and reload, many threads at once (the TSan build runs this too), and the calibration
+// lines `nccl-pilot fit` reads.
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -244,6 +245,65 @@ TEST(ProfilerExport, TheSummaryHoldsEveryCommunicatorWithItsFinalFigures) {
         << summary;
     EXPECT_EQ(textfileIn(dir).find("nccl_pilot_collective_calls_total", {{"comm", "0xe1"}}).size(),
               0u);
+    removeDir(dir);
+  });
+}
+
+TEST(ProfilerExport, CalibrationLinesKeepExactSizesAndTwoPercentBinsPerConfiguration) {
+  runInChild([] {
+    const std::string dir = scratchDir();
+    setEnv({{"NCCL_PILOT_METRICS_DIR", dir}});
+    Module m(PILOT_PROFILER_MODULE);
+    Comm comm(m, 5, 0xca1, "fit", 2, 8, 3);
+    // Two sizes inside one power-of-two bucket, and a second algorithm at one of them: three
+    // calibration keys where the collective series has two.
+    uint64_t seq = 0;
+    for (int i = 0; i < 40; ++i) {
+      run(comm, collective("AllReduce", 262144, 2, 49'900 + 10 * (i % 5), seq++));
+      run(comm, collective("AllReduce", 300000, 2, 60'000, seq++));
+    }
+    for (int i = 0; i < 4; ++i) {
+      run(comm, collective("AllReduce", 262144, 2, 40'000, seq++, "TREE", "LL128"));
+    }
+    run(comm, collective("AllGather", 1000, 2, 9'000, seq++));
+    comm.finalize();
+    auto files = filesEnding(dir, ".jsonl");
+    ASSERT_EQ(files.size(), 1u);
+    const std::string summary = readWholeFile(files[0]);
+    auto count = [&](const std::string& needle) {
+      size_t n = 0;
+      for (size_t at = summary.find(needle); at != std::string::npos;
+           at = summary.find(needle, at + 1)) {
+        ++n;
+      }
+      return n;
+    };
+    EXPECT_EQ(count("\"kind\":\"calibration\""), 4u) << summary;
+    EXPECT_EQ(count("\"kind\":\"collective\",\"comm\":\"0xca1\""), 3u);
+    // The size axis is NCCL's nBytes (AllGather: over the 8 ranks), the calls exact.
+    EXPECT_NE(summary.find("\"collective\":\"AllReduce\",\"bytes\":1048576,\"message_bytes\":"
+                           "1048576,\"algo\":\"RING\",\"proto\":\"SIMPLE\",\"channels\":2,"
+                           "\"calls\":40"),
+              std::string::npos)
+        << summary;
+    EXPECT_NE(summary.find("\"bytes\":1200000,\"message_bytes\":1200000"), std::string::npos);
+    EXPECT_NE(summary.find("\"algo\":\"TREE\",\"proto\":\"LL128\",\"channels\":2,\"calls\":4,"
+                           "\"time_us\":{\"sum\":160,\"mean\":40,\"median\":40,"),
+              std::string::npos)
+        << summary;
+    EXPECT_NE(summary.find("\"collective\":\"AllGather\",\"bytes\":32000,\"message_bytes\":4000"),
+              std::string::npos);
+    // 49.90 .. 49.94 us: one or two 2% bins, and the median within them.
+    const size_t line =
+        summary.find("\"bytes\":1048576,\"message_bytes\":1048576,\"algo\":\"RING\"");
+    const std::string rest = summary.substr(line, summary.find('\n', line) - line);
+    const size_t median = rest.find("\"median\":");
+    ASSERT_NE(median, std::string::npos);
+    const double us = std::stod(rest.substr(median + 9));
+    EXPECT_GE(us, 49.9);
+    EXPECT_LE(us, 49.94);
+    EXPECT_NE(rest.find("\"bin_ratio\":1.02,\"bins\":[["), std::string::npos) << rest;
+    EXPECT_NE(summary.find("\"calibration_overflow\":0"), std::string::npos);
     removeDir(dir);
   });
 }

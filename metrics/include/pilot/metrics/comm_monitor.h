@@ -12,6 +12,7 @@
 
 #include "pilot/core/log.h"
 #include "pilot/metrics/aggregate.h"
+#include "pilot/metrics/call_samples.h"
 #include "pilot/metrics/expectation.h"
 #include "pilot/metrics/operation.h"
 #include "pilot/metrics/settings.h"
@@ -80,6 +81,9 @@ class CommMonitor {
   /// The aggregate index of `key`, inserting it; kOtherKey once kMaxKeys are taken.
   unsigned keyIndex(uint64_t key);
   KeyAggregate& aggregate(unsigned index) { return aggregates_[index]; }
+  /// Per-call times by exact size and configuration, for fitting (call_samples.h).
+  CallSamples& samples() { return samples_; }
+  const CallSamples& samples() const { return samples_; }
   void count(Skip s) { skips_[static_cast<int>(s)].fetch_add(1, std::memory_order_relaxed); }
   void countSeen() { seen_.fetch_add(1, std::memory_order_relaxed); }
   void countMeasured() { measured_.fetch_add(1, std::memory_order_relaxed); }
@@ -108,6 +112,8 @@ class CommMonitor {
   /// The size range of the decision's rule ("1M..4M"), for drift warnings; "" for NCCL.
   std::string decisionBand(uint16_t decision) const;
   size_t ruleCount() const { return table_.compiled ? table_.compiled->ruleCount() : 0; }
+  /// The loaded table's SHA-256, "" without one.
+  std::string tableSha256() const { return table_.table ? table_.table->sha256 : ""; }
 
  private:
   ~CommMonitor() = default;  // release() deletes
@@ -122,6 +128,7 @@ class CommMonitor {
   std::atomic<uint64_t> slots_[kSlots] = {};  // open addressing: (key << 8) | (index + 1)
   std::atomic<unsigned> nextIndex_{0};
   KeyAggregate aggregates_[kMaxKeys + 1];
+  CallSamples samples_;
   std::atomic<uint64_t> seen_{0}, measured_{0};
   std::atomic<uint64_t> skips_[static_cast<int>(Skip::Count)] = {};
   std::atomic<int64_t> refs_{1};

@@ -12,6 +12,7 @@
 #include "logger_bridge.h"
 #include "pilot/metrics/event_path.h"
 #include "pilot/metrics/runtime.h"
+#include "pilot/tuner/graph_capture.h"
 #include "tuner/process_facts.h"
 
 namespace pilot::plugin {
@@ -81,6 +82,16 @@ ncclResult_t initV5(void** context, uint64_t commId, int* mask, const char* comm
                     __builtin_return_address(0));
 }
 
+/// v5+: a collective captured into a CUDA graph stops the communicator's exploration
+/// (tuner/graph_capture.h); NCCL sends its CollApi event before it asks the tuner.
+void noteCapture(CommMonitor& comm, const ncclProfilerEventDescr_v4_t&) {
+  (void)comm;  // v4 sends no API events
+}
+template <typename Descr>
+void noteCapture(CommMonitor& comm, const Descr& d) {
+  if (d.collApi.graphCaptured) tuner::noteGraphCapture(comm.identity().commId);
+}
+
 /// v4, v5 and v6 share the coll and kernelCh fields we read; only the type width differs.
 template <typename Descr>
 ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
@@ -99,6 +110,8 @@ ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
       e.algo = d->coll.algo;
       e.proto = d->coll.proto;
       *eHandle = EventPath::process().startCollective(*static_cast<CommMonitor*>(context), e);
+    } else if (type == ncclProfileCollApi) {
+      noteCapture(*static_cast<CommMonitor*>(context), *d);
     } else if (type == ncclProfileKernelCh) {
       *eHandle = EventPath::process().startKernelChannel(d->parentObj, d->kernelCh.channelId,
                                                          d->kernelCh.pTimer);

@@ -219,6 +219,7 @@ void* Comm::enqueue(const Collective& c) {
     a.collApi.func = c.func.c_str();
     a.collApi.count = c.count;
     a.collApi.datatype = c.datatype.c_str();
+    a.collApi.graphCaptured = c.graphCaptured;
     collApi = start(a);
     if (groupApi != nullptr) recordRaw(groupApi, ncclProfilerGroupStartApiStop, 0);
   }

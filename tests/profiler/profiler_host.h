@@ -55,6 +55,7 @@ struct Collective {
   std::string algo = "RING";
   std::string proto = "SIMPLE";
   uint64_t seqNumber = 0;
+  bool graphCaptured = false;          ///< v5+: the CollApi event says so
   std::vector<ChannelTimes> channels;  ///< one per channel NCCL runs it on
 };
 

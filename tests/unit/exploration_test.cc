@@ -2,6 +2,8 @@
 // the turns the candidates take, the key table's limit, the digest and the setting.
 #include "pilot/tuner/exploration.h"
 
+#include "pilot/tuner/graph_capture.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -122,6 +124,25 @@ TEST(Explorer, CheapestCellIsNcclsFirstMinimum) {
   EXPECT_EQ(cheapestCell(costs, 5), 2);
   const float none[] = {-1, -1};
   EXPECT_EQ(cheapestCell(none, 2), -1);
+}
+
+TEST(Explorer, ACommunicatorThatCapturedAGraphStopsExploringOthersGoOn) {
+  constexpr uint64_t kCaptured = 0xfeed0001, kEager = 0xfeed0002;
+  Explorer captured(at(0.25), kCaptured), eager(at(0.25), kEager);
+  auto explorations = [](Explorer& e) {
+    int n = 0;
+    uint64_t turn = 0;
+    for (int i = 0; i < 100; ++i) n += e.scheduled(4, 8192, &turn) ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(explorations(captured), 25);
+  EXPECT_FALSE(graphCaptured(kCaptured));
+  noteGraphCapture(kCaptured);
+  noteGraphCapture(kCaptured);  // noted once
+  EXPECT_TRUE(graphCaptured(kCaptured));
+  EXPECT_FALSE(graphCaptured(kEager));
+  EXPECT_EQ(explorations(captured), 0);
+  EXPECT_EQ(explorations(eager), 25);
 }
 
 TEST(ExploreDigest, ChangesWithEveryInputOfTheSchedule) {

@@ -4,6 +4,7 @@
 
 #include "pilot/core/sha256.h"
 #include "pilot/core/text.h"
+#include "pilot/tuner/graph_capture.h"
 
 namespace pilot::tuner {
 namespace {
@@ -44,7 +45,8 @@ std::string exploreDigest(const ExploreSettings& settings, const std::string& ta
 }
 
 Explorer::Explorer(const ExploreSettings& settings, uint64_t commId)
-    : step_(static_cast<uint64_t>(settings.fraction * static_cast<double>(kOne))),
+    : commId_(commId),
+      step_(static_cast<uint64_t>(settings.fraction * static_cast<double>(kOne))),
       costBound_(settings.costBound),
       commSalt_(mix(commId)),
       entries_(new Entry[kKeys]) {}
@@ -70,6 +72,7 @@ bool Explorer::scheduled(int collType, uint64_t nBytes, uint64_t* ordinal) noexc
     const uint64_t n = e.calls.fetch_add(1, std::memory_order_relaxed);
     const uint64_t at = (n + (key >> 32)) * step_;
     if ((at & (kOne - 1)) + step_ < kOne) return false;
+    if (graphCaptured(commId_)) return false;  // graph_capture.h: it would replay forever
     *ordinal = at >> 32;
     return true;
   }

@@ -54,7 +54,8 @@ class Explorer {
 
   /// Counts this call of (collType, nBytes) and says whether it explores. Calls past kKeys
   /// distinct pairs are not counted and never explore (the same pairs on every rank: NCCL's
-  /// call order is the same everywhere).
+  /// call order is the same everywhere), nor does any call once the communicator captured a
+  /// collective into a CUDA graph (graph_capture.h).
   bool scheduled(int collType, uint64_t nBytes, uint64_t* ordinal) noexcept;
 
   /// The cell (algo * numProto + proto) the `ordinal`-th exploration of (collType, nBytes)
@@ -75,6 +76,7 @@ class Explorer {
   };
   uint64_t keyOf(int collType, uint64_t nBytes) const noexcept;
 
+  uint64_t commId_;
   uint64_t step_;  ///< fraction x 2^32: call n explores when (n + offset) x step crosses 2^32
   float costBound_;
   uint64_t commSalt_;

@@ -1,0 +1,48 @@
+#include "pilot/tuner/graph_capture.h"
+
+#include <atomic>
+
+namespace pilot::tuner {
+namespace {
+
+constexpr unsigned kSlots = 256;
+
+// Zero-initialised statics (no constructor runs at dlopen). A slot holds commId + 1's mix so
+// that commId 0 is storable; `full` makes every lookup say yes once no slot is left.
+std::atomic<uint64_t> slots[kSlots];
+std::atomic<bool> full{false};
+
+uint64_t tag(uint64_t commId) {
+  uint64_t x = commId + 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x == 0 ? 1 : x;
+}
+
+}  // namespace
+
+void noteGraphCapture(uint64_t commId) noexcept {
+  const uint64_t t = tag(commId);
+  for (unsigned probe = 0, slot = t % kSlots; probe < kSlots; ++probe, slot = (slot + 1) % kSlots) {
+    uint64_t seen = slots[slot].load(std::memory_order_acquire);
+    if (seen == 0 && slots[slot].compare_exchange_strong(seen, t, std::memory_order_acq_rel)) {
+      return;
+    }
+    if (seen == t) return;
+  }
+  full.store(true, std::memory_order_release);
+}
+
+bool graphCaptured(uint64_t commId) noexcept {
+  if (full.load(std::memory_order_acquire)) return true;
+  const uint64_t t = tag(commId);
+  for (unsigned probe = 0, slot = t % kSlots; probe < kSlots; ++probe, slot = (slot + 1) % kSlots) {
+    const uint64_t seen = slots[slot].load(std::memory_order_acquire);
+    if (seen == t) return true;
+    if (seen == 0) return false;
+  }
+  return false;
+}
+
+}  // namespace pilot::tuner

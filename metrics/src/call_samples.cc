@@ -1,6 +1,7 @@
 #include "pilot/metrics/call_samples.h"
 
 #include <cmath>
+#include <cstdlib>
 
 namespace pilot::metrics {
 namespace {
@@ -16,7 +17,13 @@ int sampleBin(uint64_t ns) {
   return static_cast<int>(std::floor(std::log(static_cast<double>(ns)) * kInverseLogRatio));
 }
 
-CallSamples::CallSamples() : slots_(new Slot[kSlots]) {}
+CallSamples::CallSamples()
+    : slots_(new Slot[kSlots]),
+      windows_(static_cast<uint32_t*>(std::calloc(kSlots * kWindowBins, sizeof(uint32_t)))) {}
+
+CallSamples::~CallSamples() {
+  std::free(windows_);
+}
 
 uint64_t CallSamples::pack(const SampleKey& k) {
   return (static_cast<uint64_t>(k.op) & 0xf) | static_cast<uint64_t>(k.algorithm & 0xf) << 4 |
@@ -58,7 +65,7 @@ unsigned CallSamples::slotOf(const SampleKey& key) {
 }
 
 void CallSamples::record(unsigned slot, uint64_t ns) {
-  if (slot >= kSlots) {
+  if (slot >= kSlots || windows_ == nullptr) {
     overflow_.fetch_add(1, kRelaxed);
     return;
   }
@@ -73,7 +80,8 @@ void CallSamples::record(unsigned slot, uint64_t ns) {
   int offset = bin - first;
   if (offset < 0) offset = 0;
   if (offset >= static_cast<int>(kWindowBins)) offset = kWindowBins - 1;
-  s.counts[offset].fetch_add(1, kRelaxed);
+  __atomic_fetch_add(&windows_[slot * kWindowBins + static_cast<unsigned>(offset)], 1u,
+                     __ATOMIC_RELAXED);
   s.sumNs.fetch_add(ns, kRelaxed);
   uint64_t v = s.minNs.load(kRelaxed);
   while (ns < v && !s.minNs.compare_exchange_weak(v, ns, kRelaxed)) {
@@ -89,13 +97,13 @@ std::vector<CallSamples::View> CallSamples::snapshot() const {
   for (unsigned i = 0; i < kSlots; ++i) {
     const Slot& s = slots_[i];
     const uint64_t word = s.key.load(std::memory_order_acquire);
-    if (word == 0) continue;
+    if (word == 0 || windows_ == nullptr) continue;
     View v;
     v.key = unpack(word - 1);
     v.counts.resize(kWindowBins);
     uint64_t calls = 0;
     for (unsigned b = 0; b < kWindowBins; ++b) {
-      v.counts[b] = s.counts[b].load(kRelaxed);
+      v.counts[b] = __atomic_load_n(&windows_[i * kWindowBins + b], __ATOMIC_RELAXED);
       calls += v.counts[b];
     }
     if (calls == 0) continue;

@@ -249,6 +249,11 @@ CommReport MetricsRuntime::reportOf(Comm& comm, bool finalized) {
     r.keys.push_back(std::move(k));
   }
   r.samples = m.samples().snapshot();
+  for (const CallSamples::View& v : r.samples) {
+    const SampleKey& k = v.key;
+    r.sampleDecisions.push_back(m.decisionLabel(
+        m.decide(k.op, k.messageBytes, k.algorithm, k.protocol, static_cast<int>(k.channels))));
+  }
   r.samplesOverflow = m.samples().overflow();
   r.tableSha256 = m.tableSha256();
   return r;

@@ -106,7 +106,7 @@ std::string ncclVersionOf(const tuner::ProcessFacts& f) {
 
 /// One "calibration" line: what `nccl-pilot fit` reads (calibration/metrics_summary.h).
 void calibrationLine(std::string* out, const ProcessReport& p, const CommReport& c,
-                     const CallSamples::View& v) {
+                     const CallSamples::View& v, const std::string& decision) {
   const CommIdentity& id = c.identity;
   *out += '{';
   field(out, "kind", "\"calibration\"");
@@ -126,6 +126,7 @@ void calibrationLine(std::string* out, const ProcessReport& p, const CommReport&
   field(out, "algo", jsonString(algorithmLabel(v.key.algorithm)));
   field(out, "proto", jsonString(protocolLabel(v.key.protocol)));
   field(out, "channels", std::to_string(v.key.channels));
+  field(out, "decision", jsonString(decision));
   field(out, "calls", num(v.calls));
   const double sumUs = static_cast<double>(v.sumNs) / 1000.0;
   field(out, "time_us",
@@ -201,7 +202,10 @@ std::string renderSummary(const ProcessReport& p) {
     field(&out, "calibration_overflow", num(c.samplesOverflow));
     out += "}\n";
     for (const KeyReport& k : c.keys) collectiveLine(&out, p, c, k);
-    for (const CallSamples::View& v : c.samples) calibrationLine(&out, p, c, v);
+    for (size_t i = 0; i < c.samples.size(); ++i) {
+      calibrationLine(&out, p, c, c.samples[i],
+                      i < c.sampleDecisions.size() ? c.sampleDecisions[i] : "NCCL");
+    }
   }
   return out;
 }

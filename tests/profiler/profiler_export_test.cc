@@ -252,7 +252,9 @@ TEST(ProfilerExport, TheSummaryHoldsEveryCommunicatorWithItsFinalFigures) {
 TEST(ProfilerExport, CalibrationLinesKeepExactSizesAndTwoPercentBinsPerConfiguration) {
   runInChild([] {
     const std::string dir = scratchDir();
-    setEnv({{"NCCL_PILOT_METRICS_DIR", dir}});
+    const std::string table = dir + "/t.table";
+    std::ofstream(table) << "allreduce size=1M..1M algo=tree proto=ll128\n";
+    setEnv({{"NCCL_PILOT_METRICS_DIR", dir}, {"NCCL_PILOT_TUNER_TABLE", table}});
     Module m(PILOT_PROFILER_MODULE);
     Comm comm(m, 5, 0xca1, "fit", 2, 8, 3);
     // Two sizes inside one power-of-two bucket, and a second algorithm at one of them: three
@@ -283,11 +285,12 @@ TEST(ProfilerExport, CalibrationLinesKeepExactSizesAndTwoPercentBinsPerConfigura
     // The size axis is NCCL's nBytes (AllGather: over the 8 ranks), the calls exact.
     EXPECT_NE(summary.find("\"collective\":\"AllReduce\",\"bytes\":1048576,\"message_bytes\":"
                            "1048576,\"algo\":\"RING\",\"proto\":\"SIMPLE\",\"channels\":2,"
-                           "\"calls\":40"),
+                           "\"decision\":\"NCCL\",\"calls\":40"),
               std::string::npos)
         << summary;
     EXPECT_NE(summary.find("\"bytes\":1200000,\"message_bytes\":1200000"), std::string::npos);
-    EXPECT_NE(summary.find("\"algo\":\"TREE\",\"proto\":\"LL128\",\"channels\":2,\"calls\":4,"
+    EXPECT_NE(summary.find("\"algo\":\"TREE\",\"proto\":\"LL128\",\"channels\":2,"
+                           "\"decision\":\"rule 1 (line 1)\",\"calls\":4,"
                            "\"time_us\":{\"sum\":160,\"mean\":40,\"median\":40,"),
               std::string::npos)
         << summary;
@@ -304,6 +307,7 @@ TEST(ProfilerExport, CalibrationLinesKeepExactSizesAndTwoPercentBinsPerConfigura
     EXPECT_LE(us, 49.94);
     EXPECT_NE(rest.find("\"bin_ratio\":1.02,\"bins\":[["), std::string::npos) << rest;
     EXPECT_NE(summary.find("\"calibration_overflow\":0"), std::string::npos);
+    EXPECT_EQ(count("\"table_sha256\":\"\""), 0u) << "every line names the table";
     removeDir(dir);
   });
 }

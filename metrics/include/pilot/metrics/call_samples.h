@@ -7,7 +7,8 @@
 // A key's bins are a window of kWindowBins around its first call's time (x/3.6 .. x3.6); times
 // outside it count in the window's edge bins (the exact minimum and maximum are kept apart).
 // Lock-free and allocation-free after construction: the proxy thread records, the exporter
-// reads.
+// reads. The windows of all slots are one calloc'ed block (256 KiB), whose pages the kernel
+// maps only when a key first lands in them: a communicator with ten keys costs ten pages.
 #pragma once
 
 #include <atomic>
@@ -32,12 +33,16 @@ struct SampleKey {
 
 class CallSamples {
  public:
-  static constexpr unsigned kSlots = 128;
-  static constexpr unsigned kMaxKeys = 96;  ///< more keys are counted in overflow() only
+  /// A job sweeping 25 sizes with 5 alternatives each needs 150 keys.
+  static constexpr unsigned kSlots = 512;
+  static constexpr unsigned kMaxKeys = 384;  ///< more keys are counted in overflow() only
   static constexpr unsigned kWindowBins = 128;
   static constexpr unsigned kNoKey = ~0u;
 
   CallSamples();
+  ~CallSamples();
+  CallSamples(const CallSamples&) = delete;
+  CallSamples& operator=(const CallSamples&) = delete;
 
   /// The slot of `key`, inserting it; kNoKey once kMaxKeys are taken (or the size is too large).
   unsigned slotOf(const SampleKey& key);
@@ -59,13 +64,13 @@ class CallSamples {
     std::atomic<uint64_t> key{0};  ///< packed key + 1; 0 = free
     std::atomic<int> firstBin{kUnset};
     std::atomic<uint64_t> calls{0}, sumNs{0}, minNs{UINT64_MAX}, maxNs{0};
-    std::atomic<uint32_t> counts[kWindowBins] = {};
   };
   static constexpr int kUnset = -1;
   static uint64_t pack(const SampleKey& key);
   static SampleKey unpack(uint64_t packed);
 
   std::unique_ptr<Slot[]> slots_;
+  uint32_t* windows_ = nullptr;  ///< kSlots x kWindowBins counts (atomic builtins); null: none
   std::atomic<unsigned> keys_{0};
   std::atomic<uint64_t> overflow_{0};
 };

@@ -28,9 +28,10 @@ struct CommReport {
   uint64_t seen = 0, measured = 0;
   uint64_t skipped[static_cast<int>(Skip::Count)] = {};
   std::vector<KeyReport> keys;
-  std::vector<CallSamples::View> samples;  ///< since the communicator was created
-  uint64_t samplesOverflow = 0;            ///< calls past CallSamples::kMaxKeys keys
-  std::string tableSha256;                 ///< the table the decisions came from, "" = none
+  std::vector<CallSamples::View> samples;    ///< since the communicator was created
+  std::vector<std::string> sampleDecisions;  ///< per sample: "rule 2 (line 7)" or "NCCL"
+  uint64_t samplesOverflow = 0;              ///< calls past CallSamples::kMaxKeys keys
+  std::string tableSha256;                   ///< the table the decisions came from, "" = none
 };
 
 struct ProcessReport {

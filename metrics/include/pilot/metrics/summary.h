@@ -11,7 +11,8 @@
 //   {"kind":"calibration", "comm", "comm_name", "rank", "nranks", "n_nodes", "node", "pid",
 //    "nccl" ("2.28.9" or "unknown"), "fabric", "table_sha256" ("" = none), "collective",
 //    "bytes" (NCCL's nBytes: the tuner's size axis), "message_bytes", "algo", "proto",
-//    "channels", "calls", "time_us":{"sum","mean","median","p10","p90","min","max"},
+//    "channels", "decision" (the rule whose choice this is, as for collectives, or "NCCL"),
+//    "calls", "time_us":{"sum","mean","median","p10","p90","min","max"},
 //    "bin_ratio":1.02, "bins":[[k, count], ...]}   (call_samples.h: exact sizes, 2% bins;
 //    bin k holds kernel times t in ns with 1.02^k <= t < 1.02^(k+1); the communicator line's
 //    "calibration_overflow" counts calls past its keys)

@@ -20,12 +20,14 @@ struct EvaluateArgs {
 };
 
 int runEvaluate(const EvaluateArgs& a) {
-  if (Status s = checkLabels(a.in); !s.ok()) return reportError(s.error(), kExitUsage);
+  if (Status s = checkInputs(a.in); !s.ok()) return reportError(s.error(), kExitUsage);
   auto table = loadTableForScoring(a.table);
   if (!table.ok()) return reportError(table.error());
   auto data = loadFitInputs(a.in);
   if (!data.ok()) return reportError(data.error());
-  const calibration::TableScore score = calibration::scoreTable(*table, *data, fitOptions(a.in));
+  for (const std::string& note : data->measured.notes) std::cerr << "note: " << note << "\n";
+  const calibration::TableScore score =
+      calibration::scoreTable(*table, data->measured, fitOptions(a.in));
   std::cout << "table " << a.table << " (" << table->rules.size()
             << (table->rules.size() == 1 ? " rule" : " rules") << ") on";
   for (const std::string& input : a.in.inputs) std::cout << " " << input;
@@ -45,8 +47,9 @@ Command addEvaluateCommand(CLI::App& app) {
   auto args = std::make_shared<EvaluateArgs>();
   CLI::App* sub = app.add_subcommand(
       "evaluate",
-      "Score a tuning table on sweeps it was not fitted on: per size the chosen configuration "
-      "against NCCL's default and the fastest measured, and every size slower beyond noise");
+      "Score a tuning table on sweeps or jobs' metrics it was not fitted on: per size the "
+      "chosen configuration against NCCL's default and the fastest measured, and every size "
+      "slower beyond noise");
   addFitInputOptions(sub, args->in);
   sub->add_option("--table", args->table, "Tuning table to score")->required();
   sub->add_option("--json", args->json, "Also write the scores as JSON");

@@ -33,7 +33,7 @@ int runFit(const FitArgs& a) {
   if (!a.holdout.empty() && a.output.empty()) {
     return reportError("--holdout scores the fitted table: give -o TABLE", kExitUsage);
   }
-  if (Status s = checkLabels(a.in); !s.ok()) return reportError(s.error(), kExitUsage);
+  if (Status s = checkInputs(a.in, a.holdout); !s.ok()) return reportError(s.error(), kExitUsage);
   calibration::FitOptions options = fitOptions(a.in);
   options.nccl = a.nccl;
   options.fabric = a.fabric;
@@ -42,13 +42,19 @@ int runFit(const FitArgs& a) {
   }
   auto data = loadFitInputs(a.in);
   if (!data.ok()) return reportError(data.error());
-  calibration::Dataset heldOut;
+  if (a.evaluate && data->metrics) {
+    return reportError(
+        "--evaluate leaves one repeat of a sweep out; profiler metrics have none to split: "
+        "score the table on another job's metrics with `nccl-pilot evaluate --table`",
+        kExitUsage);
+  }
+  LoadedInputs heldOut;
   if (!a.holdout.empty()) {
     auto loaded = loadInputs(a.holdout, a.in);
     if (!loaded.ok()) return reportError("--holdout: " + loaded.error());
     heldOut = std::move(*loaded);
   }
-  const calibration::FitResult result = calibration::fit(*data, options);
+  const calibration::FitResult result = calibration::fit(data->measured, options);
   for (const std::string& note : result.notes) std::cerr << "note: " << note << "\n";
   nlohmann::ordered_json json = calibration::fitJson(result);
 
@@ -69,8 +75,10 @@ int runFit(const FitArgs& a) {
               << (result.rules.size() == 1 ? " rule" : " rules") << "\n";
     if (!a.holdout.empty()) {
       // The same table, scored on the runs it was fitted on and on sweeps it never saw.
-      const calibration::TableScore in = calibration::scoreTable(check.table, *data, options);
-      const calibration::TableScore out = calibration::scoreTable(check.table, heldOut, options);
+      const calibration::TableScore in =
+          calibration::scoreTable(check.table, data->measured, options);
+      const calibration::TableScore out =
+          calibration::scoreTable(check.table, heldOut.measured, options);
       std::cout << "\n" << calibration::scoreComparisonText(in, out);
       std::cout << "\nheld out, per size:\n" << calibration::tableScoreText(out);
       json["holdout"] = {{"inputs", a.holdout},
@@ -79,7 +87,7 @@ int runFit(const FitArgs& a) {
     }
   }
   if (a.evaluate) {
-    const calibration::Evaluation e = calibration::evaluate(*data, options);
+    const calibration::Evaluation e = calibration::evaluate(data->runs, options);
     if (!a.output.empty()) std::cout << "\n";
     std::cout << calibration::evaluationText(e);
     json["evaluation"] = calibration::evaluationJson(e);
@@ -96,25 +104,26 @@ Command addFitCommand(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   CLI::App* sub = app.add_subcommand(
       "fit",
-      "Fit a tuning table to nccl-tests sweeps: override NCCL only where it measured "
-      "slower beyond noise");
+      "Fit a tuning table to nccl-tests sweeps or the profiler's metrics from jobs: "
+      "override NCCL only where it measured slower beyond noise");
   addFitInputOptions(sub, args->in);
   sub->add_option("-o,--output", args->output, "Tuning table to write");
   sub->add_option("--json", args->json,
                   "Also write every decision and the figures behind the table as JSON");
   sub->add_option("--holdout", args->holdout,
-                  "Sweeps not fitted on (same --label rules): score the written table on them "
-                  "and on its own inputs, side by side. Repeatable")
+                  "Sweeps or jobs' metrics not fitted on (same --label rules): score the written "
+                  "table on them and on its own inputs, side by side. Repeatable")
       ->allow_extra_args(false);
   sub->add_option("--nccl", args->nccl,
                   "The rules' nccl= key (2.27, 2.27-2.29, any for none); default: the NCCL "
                   "version the runs report, unkeyed when unknown");
   sub->add_option("--fabric", args->fabric,
                   "The rules' fabric= key (ib, roce, ethernet, a |-list, any for none); default: "
-                  "what NCCL's logs or the sweep's environment show, unkeyed when unknown");
+                  "what NCCL's logs, the sweep's environment or the metrics show, unkeyed "
+                  "when unknown");
   sub->add_flag("--evaluate", args->evaluate,
                 "Fit on some repeats, score on the others (leave one repeat out); print oracle "
-                "fractions and speedups per size");
+                "fractions and speedups per size (sweeps only)");
   return {sub, [args] { return runFit(*args); }};
 }
 

@@ -27,11 +27,11 @@ struct ReportArgs {
 };
 
 int runReport(const ReportArgs& a) {
-  if (Status s = checkLabels(a.in); !s.ok()) return reportError(s.error(), kExitUsage);
+  if (Status s = checkInputs(a.in, a.holdout); !s.ok()) return reportError(s.error(), kExitUsage);
   auto data = loadFitInputs(a.in);
   if (!data.ok()) return reportError(data.error());
   const calibration::FitOptions options = fitOptions(a.in);
-  const calibration::FitResult fit = calibration::fit(*data, options);
+  const calibration::FitResult fit = calibration::fit(data->measured, options);
   for (const std::string& note : fit.notes) std::cerr << "note: " << note << "\n";
 
   calibration::ReportChoices choices;
@@ -50,9 +50,9 @@ int runReport(const ReportArgs& a) {
   if (!a.holdout.empty()) {
     auto heldOut = loadInputs(a.holdout, a.in);
     if (!heldOut.ok()) return reportError("--holdout: " + heldOut.error());
-    ro.scores =
-        calibration::HeldOutScores{a.holdout, calibration::scoreTable(table, *data, options),
-                                   calibration::scoreTable(table, *heldOut, options)};
+    ro.scores = calibration::HeldOutScores{
+        a.holdout, calibration::scoreTable(table, data->measured, options),
+        calibration::scoreTable(table, heldOut->measured, options)};
   }
   if (!a.title.empty()) ro.title = a.title;
   ro.inputs = a.in.inputs;
@@ -89,16 +89,16 @@ Command addReportCommand(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* sub = app.add_subcommand(
       "report",
-      "Write an HTML page with the sweep's charts, the chosen configuration per size "
-      "band and the gain over NCCL's default");
+      "Write an HTML page with the charts of a sweep (or of jobs' metrics), the chosen "
+      "configuration per size band and the gain over NCCL's default");
   addFitInputOptions(sub, args->in);
   sub->add_option("-o,--output", args->output, "HTML file to write")->required();
   sub->add_option("--table", args->table,
                   "Show what this tuning table picks per size instead of fitting one now");
   sub->add_option("--title", args->title, "Page title");
   sub->add_option("--holdout", args->holdout,
-                  "Sweeps the table was not fitted on (same --label rules): show its scores "
-                  "there beside the in-sample ones. Repeatable")
+                  "Sweeps or jobs' metrics the table was not fitted on (same --label rules): show "
+                  "its scores there beside the in-sample ones. Repeatable")
       ->allow_extra_args(false);
   sub->add_flag("--no-gnuplot", args->noGnuplot,
                 "Skip the gnuplot SVG/PNG charts even when gnuplot is installed");

@@ -11,8 +11,12 @@ namespace pilot::calibration {
 
 TableScore scoreTable(const tuner::TuningTable& table, const Dataset& data,
                       const FitOptions& options) {
+  return scoreTable(table, summarize(data), options);
+}
+
+TableScore scoreTable(const tuner::TuningTable& table, const Measurements& m,
+                      const FitOptions& options) {
   TableScore out;
-  const Measurements m = summarize(data);
   std::set<std::string> assumed, unmeasured;
   std::vector<double> fraction, defaultFraction, speedup;
   for (const Shape& shape : m.shapes) {

@@ -161,6 +161,8 @@ const char* evidenceName(EvidenceKind kind) {
       return "repeats";
     case EvidenceKind::Estimated:
       return "estimated noise";
+    case EvidenceKind::Calls:
+      return "per-call samples";
     case EvidenceKind::TooLittle:
       break;
   }
@@ -177,6 +179,7 @@ double ShapeEvidence::bar(size_t i) const {
 }
 
 ShapeEvidence assessEvidence(const Shape& shape, const FitOptions& options) {
+  if (shape.perCall) return detail::assessCallsEvidence(shape, options);
   ShapeEvidence ev;
   const Series* def = shape.defaults();
   if (def == nullptr) {

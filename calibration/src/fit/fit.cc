@@ -146,6 +146,7 @@ std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& e
     return out;
   }
   const bool trusted = evidence.kind != EvidenceKind::TooLittle;
+  const bool calls = evidence.kind == EvidenceKind::Calls;
   if (!trusted) note = evidence.summary;
   const size_t bandSizes = static_cast<size_t>(std::max(1, evidence.bandSizes));
 
@@ -153,6 +154,7 @@ std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& e
   const size_t n = def->sizes.size();
   std::vector<std::vector<Candidate>> candidates(n);
   std::vector<Decision> base(n);
+  std::vector<uint64_t> fastestCallsAt(n, 0), baselineCalls(n, 0);
   for (size_t i = 0; i < n; ++i) {
     const SizeStat& d = def->sizes[i];
     Decision& dec = base[i];
@@ -163,6 +165,7 @@ std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& e
     dec.spread = i < evidence.noise.size() ? evidence.noise[i] : 0.0;
     dec.threshold = evidence.bar(i);
     dec.lossBar = evidence.noiseBar(i);
+    uint64_t fastestCalls = 0;
     dec.fastestLabel = "default";
     double fastestTime = d.timeUs;
     for (size_t c = 0; c < shape.series.size(); ++c) {
@@ -170,20 +173,25 @@ std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& e
       if (s.isDefault() || !expressible[c]) continue;
       const SizeStat* st = s.at(d.size);
       if (st == nullptr) continue;
+      // Per-call samples: each alternative's bar comes from its own calls and the baseline's.
       const Candidate cand{static_cast<int>(c), st->timeUs, 1.0 - st->timeUs / d.timeUs,
-                           dec.threshold};
+                           calls ? callsBar(*st, d, evidence.floor) : dec.threshold};
       if (st->timeUs < fastestTime) {
         fastestTime = st->timeUs;
         dec.fastest = cand.series;
         dec.fastestLabel = s.label;
         dec.fastestGain = cand.gain;
+        fastestCalls = st->calls;
+        if (calls) dec.threshold = cand.threshold;
       }
       // Faster by more than the noise, and in every run: no repeat of the configuration may
       // be slower than the default's fastest (one repeat's luck must not carry a median).
-      if (trusted && cand.gain > cand.threshold && st->maxUs < d.minUs) {
-        candidates[i].push_back(cand);
-      }
+      // Per-call samples: enough calls of both instead (the bar holds their standard errors).
+      const bool everyRun =
+          calls ? st->calls >= kMinCalls && d.calls >= kMinCalls : st->maxUs < d.minUs;
+      if (trusted && cand.gain > cand.threshold && everyRun) candidates[i].push_back(cand);
     }
+    fastestCallsAt[i] = fastestCalls, baselineCalls[i] = d.calls;
     std::sort(candidates[i].begin(), candidates[i].end(),
               [](const Candidate& a, const Candidate& b) { return a.timeUs < b.timeUs; });
   }
@@ -217,6 +225,14 @@ std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& e
                          : "a win alone or in too short a run (with " +
                                std::string(evidenceName(evidence.kind)) + " a band needs " +
                                std::to_string(bandSizes) + " adjacent sizes)";
+      } else if (calls && baselineCalls[i] < kMinCalls) {
+        dec.reason = "the baseline ran only " + std::to_string(baselineCalls[i]) +
+                     " calls here (fewer than " + std::to_string(kMinCalls) + ")";
+      } else if (calls && fastestCallsAt[i] < kMinCalls) {
+        dec.reason = dec.fastestLabel + " ran only " + std::to_string(fastestCallsAt[i]) +
+                     " calls here (fewer than " + std::to_string(kMinCalls) +
+                     "): too few to "
+                     "override NCCL";
       } else if (dec.fastestGain > dec.threshold) {
         dec.reason = "a run of " + dec.fastestLabel + " was slower than the default's fastest";
       } else {
@@ -324,11 +340,24 @@ std::string bars(const Band& b, const std::vector<Decision>& decisions) {
 }
 
 /// What a band of a measured shape rests on, for its rule's comment.
-std::string evidenceOf(const Band& b, const ShapeEvidence& ev,
+std::string evidenceOf(const Shape& shape, const Band& b, const ShapeEvidence& ev,
                        const std::vector<Decision>& decisions) {
   std::string s = "evidence: " + std::string(evidenceName(ev.kind));
   if (ev.kind == EvidenceKind::Repeats) {
     s += " (default x" + std::to_string(ev.defaultRuns) + ")";
+  } else if (ev.kind == EvidenceKind::Calls) {
+    uint64_t lo = UINT64_MAX, hi = 0, baseLo = UINT64_MAX, baseHi = 0;
+    for (const SizeStat& st : shape.series[static_cast<size_t>(b.series)].sizes) {
+      if (st.size < b.firstSize || st.size > b.lastSize) continue;
+      lo = std::min(lo, st.calls), hi = std::max(hi, st.calls);
+      if (const SizeStat* d = shape.defaults()->at(st.size)) {
+        baseLo = std::min(baseLo, d->calls), baseHi = std::max(baseHi, d->calls);
+      }
+    }
+    auto span = [](uint64_t a, uint64_t z) {
+      return a == z ? std::to_string(a) : std::to_string(a) + ".." + std::to_string(z);
+    };
+    s += " (" + span(lo, hi) + " calls of it against the baseline's " + span(baseLo, baseHi) + ")";
   } else if (ev.kind == EvidenceKind::Estimated) {
     if (ev.source == NoiseSource::Twin) s += " from the twin of the default";
     s += " (default x" + std::to_string(ev.defaultRuns) + ", " + std::to_string(ev.bandSizes) +
@@ -361,10 +390,19 @@ void addBandRule(std::vector<FittedRule>& rules, tuner::Rule shape, const tuner:
 }  // namespace
 
 FitResult fit(const Dataset& data, const FitOptions& options) {
+  Measurements m = summarize(data);
+  m.notes.insert(m.notes.begin(), data.problems.begin(), data.problems.end());
+  FitResult result = fit(m, options);
+  // Dataset::problems were not the measurements' own notes.
+  result.data.notes.erase(result.data.notes.begin(),
+                          result.data.notes.begin() + static_cast<long>(data.problems.size()));
+  return result;
+}
+
+FitResult fit(const Measurements& data, const FitOptions& options) {
   FitResult result;
   result.options = options;
-  result.data = summarize(data);
-  for (const std::string& p : data.problems) result.notes.push_back(p);
+  result.data = data;
   for (const std::string& p : result.data.notes) result.notes.push_back(p);
 
   std::set<std::string> versions;
@@ -373,7 +411,9 @@ FitResult fit(const Dataset& data, const FitOptions& options) {
   }
   if (versions.size() == 1) result.ncclVersion = *versions.begin();
 
-  std::map<std::tuple<std::string, int, int>, std::vector<std::string>> setups;
+  // Setups the table cannot tell apart: the same collective, nodes, ranks and keys.
+  std::map<std::tuple<std::string, int, int, uint64_t, uint64_t, int>, std::vector<std::string>>
+      setups;
   for (const Shape& shape : result.data.shapes) {
     ShapeFit sf;
     sf.key = shape.key;
@@ -388,6 +428,7 @@ FitResult fit(const Dataset& data, const FitOptions& options) {
     sf.evidence = assessEvidence(shape, options);
     detail::assignKeys(shape, options, sf);
     std::vector<Decision> decisions = detail::decideShape(shape, expressible, sf.evidence, sf.note);
+    if (shape.perCall) detail::keepTableChoices(shape, expressible, decisions);
     if (!decisions.empty() && shape.key.nodes <= 0 && shape.key.ranks <= 0) {
       // A rule without nodes= or ranks= would apply to every communicator.
       sf.note = "node and rank counts unknown: no rules (they would apply to every shape)";
@@ -415,10 +456,11 @@ FitResult fit(const Dataset& data, const FitOptions& options) {
       addBandRule(result.rules, rule, choices[static_cast<size_t>(band.series)], band,
                   shape.key.str() + ": " + band.label + " " + gains(band) +
                       " faster than the default at " + measuredSizes(band) + "; " +
-                      evidenceOf(band, sf.evidence, decisions) +
+                      evidenceOf(shape, band, sf.evidence, decisions) +
                       (band.extended ? "; " + sf.extension.note : ""));
     }
-    auto& list = setups[{shape.key.collective, shape.key.nodes, shape.key.ranks}];
+    auto& list = setups[{shape.key.collective, shape.key.nodes, shape.key.ranks, sf.ncclVersions.lo,
+                         sf.ncclVersions.hi, sf.fabrics}];
     list.push_back(shape.key.setup);
     result.decisions.insert(result.decisions.end(), decisions.begin(), decisions.end());
     result.shapes.push_back(std::move(sf));

@@ -13,6 +13,15 @@ namespace pilot::calibration::detail {
 std::vector<Decision> decideShape(const Shape& shape, const std::vector<bool>& expressible,
                                   const ShapeEvidence& evidence, std::string& note);
 
+/// assessEvidence for a shape of per-call samples (Shape::perCall).
+ShapeEvidence assessCallsEvidence(const Shape& shape, const FitOptions& options);
+
+/// Per-call samples from jobs that ran under a table: where a rule chose the baseline and the
+/// fit keeps it, the decision names the baseline's own configuration (gain 0), so the new
+/// table says it again rather than leave the size to NCCL.
+void keepTableChoices(const Shape& shape, const std::vector<bool>& expressible,
+                      std::vector<Decision>& decisions);
+
 /// The shape's rule keys (nccl=, fabric=) from the options or the runs, with the line that says
 /// where they came from (ShapeFit::keys).
 void assignKeys(const Shape& shape, const FitOptions& options, ShapeFit& fit);

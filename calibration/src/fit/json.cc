@@ -83,6 +83,7 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
       j["min_channels"] = s.config.minChannels;
       j["max_channels"] = s.config.maxChannels;
       j["runs"] = s.runs.size();
+      if (s.calls > 0) j["calls"] = s.calls;
       j["sizes"] = s.sizes.size();
       if (s.isDefault()) {
         j["rule"] = nullptr;

@@ -65,15 +65,22 @@ void assignKeys(const Shape& shape, const FitOptions& options, ShapeFit& fit) {
     nccl = "(--nccl)";
   } else if (auto series = minorSeries(shape.ncclVersion)) {
     keys.ncclVersions = *series;
-    nccl = "(the runs report NCCL " + shape.ncclVersion + ")";
+    nccl = std::string(shape.perCall ? "(the profiler's metrics report NCCL "
+                                     : "(the runs report NCCL ") +
+           shape.ncclVersion + ")";
   } else {
-    nccl = "NCCL version unknown (no 'NCCL version' line; --nccl sets it)";
+    nccl = shape.perCall ? "NCCL version unknown (the metrics say \"unknown\"; --nccl sets it)"
+                         : "NCCL version unknown (no 'NCCL version' line; --nccl sets it)";
   }
   if (options.fabric == kAny) {
     fabric = "no fabric= key (--fabric any)";
   } else if (!options.fabric.empty()) {
     if (auto r = keyRule("fabric", options.fabric); r.ok()) keys.fabrics = r->fabrics;
     fabric = "(--fabric)";
+  } else if (shape.perCall) {
+    keys.fabrics = shape.fabrics;
+    fabric = shape.fabrics != 0 ? "(the profiler's metrics report it)"
+                                : "fabric unknown (the metrics say \"unknown\"; --fabric sets it)";
   } else if (shape.fabrics != 0) {
     keys.fabrics = shape.fabrics;
     fabric = shape.network.empty() ? "(the environment keeps NCCL's IB transport out)"

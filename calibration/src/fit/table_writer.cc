@@ -48,7 +48,7 @@ std::string shapeSummary(const Shape& shape, const ShapeFit& fit, int rules,
     os << " " << d->sizes.size() << " sizes " << bytes(d->sizes.front().size) << ".."
        << bytes(d->sizes.back().size) << ";";
   }
-  for (const Series& s : shape.series) os << " " << s.label << " x" << s.runs.size();
+  for (const Series& s : shape.series) os << " " << s.label << s.countText();
   os << "; " << rules << (rules == 1 ? " rule" : " rules") << "\n";
   os << "#   evidence: " << oneLine(fit.evidence.summary) << "\n";
   if (!fit.note.empty() && fit.note != fit.evidence.summary) {
@@ -96,7 +96,8 @@ std::string tableText(const FitResult& r) {
   os << "# Written by nccl-pilot fit (docs/calibration.md). A rule overrides NCCL only where "
         "its\n# configuration beat NCCL's default by more than the noise: the spread over "
         "repeats, or\n# without repeats the noise estimated from the data (a larger bar, longer "
-        "bands). First\n# match wins; where no rule matches, NCCL decides. expect= holds the "
+        "bands), or\n# from the profiler's metrics two standard errors of the per-call samples. "
+        "First\n# match wins; where no rule matches, NCCL decides. expect= holds the "
         "measured time per\n# operation of the rule's choice at sizes inside its band.\n";
   for (const std::string& note : r.notes) os << "# note: " << oneLine(note) << "\n";
   if (r.ncclVersion.empty()) os << "# note: NCCL version unknown or mixed across the inputs\n";

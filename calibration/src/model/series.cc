@@ -37,6 +37,10 @@ const SizeStat* Series::at(uint64_t size) const {
   return it != sizes.end() && it->size == size ? &*it : nullptr;
 }
 
+std::string Series::countText() const {
+  return calls > 0 ? " " + std::to_string(calls) + " calls" : " x" + std::to_string(runs.size());
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();

@@ -131,7 +131,10 @@ void charts(std::ostream& os, const ShapeView& v, Palette& colour, int index) {
   for (size_t c = 0; c < v.shape.series.size(); ++c) {
     const Series& s = v.shape.series[c];
     const int series = s.isDefault() ? kDefaultChoice : static_cast<int>(c);
-    detail::ChartLine lt{s.label + " ×" + std::to_string(s.runs.size()), colour(s.label), {}};
+    detail::ChartLine lt{
+        s.label + (s.calls > 0 ? s.countText() : " ×" + std::to_string(s.runs.size())),
+        colour(s.label),
+        {}};
     detail::ChartLine lb = lt, lg = lt;
     if (s.isDefault()) lt.width = lb.width = 2.6;
     for (const SizeStat& st : s.sizes) {
@@ -464,8 +467,11 @@ std::string reportHtml(const FitResult& fit, const ReportChoices& choices,
        << escapeXml(shapeTitle(v.shape.key)) << "</h2>\n<p class=\"configs\">";
     for (const Series& s : v.shape.series) {
       os << "<span><span class=\"swatch\" style=\"background:" << colour(s.label) << "\"></span><b>"
-         << escapeXml(s.label) << "</b> " << escapeXml(forcing(s.config)) << ", " << s.runs.size()
-         << (s.runs.size() == 1 ? " run" : " runs") << "</span>";
+         << escapeXml(s.label) << "</b> " << escapeXml(forcing(s.config)) << ","
+         << (s.calls > 0
+                 ? s.countText()
+                 : " " + std::to_string(s.runs.size()) + (s.runs.size() == 1 ? " run" : " runs"))
+         << "</span>";
     }
     os << "</p>\n<p class=\"verdict\">" << escapeXml(verdict(v)) << "</p>\n";
     os << "<p class=\"small\">Evidence: " << escapeXml(v.fit.evidence.summary) << ". "

@@ -13,7 +13,7 @@ std::string reportText(const FitResult& fit, const ReportChoices& choices) {
   for (size_t i = 0; i < fit.data.shapes.size(); ++i) {
     const Shape& shape = fit.data.shapes[i];
     os << shape.key.str() << ":";
-    for (const Series& s : shape.series) os << " " << s.label << " x" << s.runs.size();
+    for (const Series& s : shape.series) os << " " << s.label << s.countText();
     os << "\n";
     const ShapeFit& sf = fit.shapes[i];
     os << "  evidence: " << sf.evidence.summary << "\n";

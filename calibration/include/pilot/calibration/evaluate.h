@@ -93,6 +93,9 @@ struct TableScore {
 /// behind `slower` is the sweep's own, as fit (with `options`) would measure or estimate it.
 TableScore scoreTable(const tuner::TuningTable& table, const Dataset& data,
                       const FitOptions& options);
+/// The same on measurements already summarised (the profiler's metrics: summarizeMetrics).
+TableScore scoreTable(const tuner::TuningTable& table, const Measurements& data,
+                      const FitOptions& options);
 
 /// Per shape an aligned row per size, then the summary.
 std::string tableScoreText(const TableScore& score);

@@ -42,6 +42,12 @@ constexpr int kMinSizesToEstimateNoise = 5;
 /// max(median distance / kTwinMedianToSigma, kMinTwinSigma) (half-normal median).
 constexpr double kTwinMedianToSigma = 0.6745;
 constexpr double kMinTwinSigma = 0.02;
+/// Per-call samples (profiler metrics): an alternative overrides the baseline only where its
+/// gain beats max(margin, 1 - exp(-kCallsDeviations x SE)), SE the standard error of the
+/// difference of the two trimmed means of log time (callsBar), and only with at least
+/// kMinCalls calls of its own at that size (and the baseline too).
+constexpr double kCallsDeviations = 2.0;
+constexpr uint64_t kMinCalls = 6;
 /// expect= points a rule carries at most (the table parser's limit).
 constexpr size_t kMaxExpectPoints = tuner::kMaxExpectedTimes;
 
@@ -74,9 +80,10 @@ enum class EvidenceKind {
   Repeats,    ///< the default ran at least --min-repeats times: noise measured over repeats
   Estimated,  ///< fewer: noise estimated from the data, a larger bar, longer bands
   TooLittle,  ///< no default, or too few sizes to estimate the noise from: no rules
+  Calls,      ///< per-call samples (profiler metrics): standard errors from the calls
 };
 
-/// "repeats", "estimated noise", "too little evidence".
+/// "repeats", "estimated noise", "too little evidence", "per-call samples".
 const char* evidenceName(EvidenceKind kind);
 
 /// Where estimated noise comes from (docs/calibration.md, "Estimating the noise without
@@ -121,8 +128,15 @@ struct ShapeEvidence {
   double bar(size_t i) const;
 };
 
-/// The evidence a shape's runs give (a shape without a default gets TooLittle).
+/// The evidence a shape's runs give (a shape without a default gets TooLittle; a shape of
+/// per-call samples Calls, or TooLittle when no alternative ran kMinCalls calls at any size).
 ShapeEvidence assessEvidence(const Shape& shape, const FitOptions& options);
+
+/// Per-call samples: the gain `alt` must beat over the baseline `def` at one size,
+/// max(floor, 1 - exp(-kCallsDeviations * sqrt(s^2 / n_alt + s_def^2 / n_def))), where
+/// s = max(alt.logSigma, def.logSigma): noise belongs to the machine and the size, and a few
+/// calls underestimate it as often as not.
+double callsBar(const SizeStat& alt, const SizeStat& def, double floor);
 
 /// The fit's verdict at one measured size of one shape.
 struct Decision {
@@ -231,6 +245,9 @@ struct FitResult {
 Expected<tuner::Rule> ruleForConfig(const Config& config);
 
 FitResult fit(const Dataset& data, const FitOptions& options);
+/// The same on measurements already summarised (summarize(), or summarizeMetrics() for the
+/// profiler's per-call samples); Measurements::notes become the result's first notes.
+FitResult fit(const Measurements& data, const FitOptions& options);
 
 /// The table file: provenance header, a comment per shape and per rule, rules in the native
 /// syntax. Loads through tuner::parseTable without a diagnostic.

@@ -39,15 +39,26 @@ struct SizeStat {
   double inPlaceUs = 0;
   double busbw = 0;           ///< median bus bandwidth, GB/s
   std::vector<double> times;  ///< one per run that measured this size, in run order
+  /// Per-call samples (profiler metrics) only, else 0: the calls pooled over ranks and jobs,
+  /// and CallStats::logSigma (timeUs is then exp of the trimmed mean of log time, minUs and
+  /// maxUs its 2-standard-error interval, spread their distance over timeUs).
+  uint64_t calls = 0;
+  double logSigma = 0;
+  /// Per-call samples, the default (baseline) series only: the index of the baseline's own
+  /// series in Shape::series when a rule of the job's table chose it; -1 = NCCL chose it.
+  int keptSeries = -1;
 };
 
 /// Every usable run of one configuration on one shape.
 struct Series {
   Config config;
   std::string label;            ///< "default" for NCCL's defaults, else the first run's label
-  std::vector<int> runs;        ///< indices into Dataset::runs, input order
+  std::vector<int> runs;        ///< indices into Dataset::runs (MetricsData::records), in order
   std::vector<SizeStat> sizes;  ///< ascending
+  uint64_t calls = 0;           ///< per-call samples: the calls over every size; 0 for sweeps
 
+  /// How much was measured, as the table and the report say it: "x3" (runs), "760 calls".
+  std::string countText() const;
   bool isDefault() const { return config.isDefault(); }
   /// The statistics at exactly `size`, or nullptr when this series did not measure it.
   const SizeStat* at(uint64_t size) const;
@@ -60,6 +71,9 @@ struct Shape {
   std::string ncclVersion;  ///< the version the runs report when they agree, else ""
   uint8_t fabrics = 0;      ///< Run::fabrics when every run knows it and they agree, else 0
   std::string network;      ///< Run::network when every run logged the same one, else ""
+  /// From the profiler's metrics: the default is the baseline (at each size the configuration
+  /// the job ran most), sizes carry per-call statistics, and series.runs index records.
+  bool perCall = false;
 
   const Series* defaults() const {
     return defaultSeries < 0 ? nullptr : &series[static_cast<size_t>(defaultSeries)];

@@ -100,8 +100,9 @@ void BM_LinearScan(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-/// Every request: the plugin's cells and channels must equal the linear scan's.
-bool verify() {
+/// Every request: the plugin's cells and channels must equal the linear scan's, but for the
+/// calls exploration ran on an alternative (NCCL_PILOT_TUNER_EXPLORE = `explore`).
+bool verify(double explore) {
   size_t applied = 0, mismatches = 0;
   for (const bench::Request& r : gSetup.requests) {
     float mine[21], reference[21];
@@ -125,12 +126,23 @@ bool verify() {
     std::fprintf(stderr, "too few requests hit a rule: the benchmark would measure nothing\n");
     return false;
   }
+  // Bresenham per (collective, size): at most one call more than the fraction of each pair's,
+  // and at most 512 pairs are counted (tuner/exploration.h).
+  const double allowed = explore * static_cast<double>(gSetup.requests.size()) + 512.0;
+  if (explore > 0) {
+    std::fprintf(stderr, "exploring %g: %zu calls ran an alternative (at most %.0f allowed)\n",
+                 explore, mismatches, allowed);
+    return mismatches > 0 && static_cast<double>(mismatches) <= allowed;
+  }
   return mismatches == 0;
 }
 
 struct Options {
   int rules = 100;
   bool dense = false;
+  const char* explore = nullptr;  ///< --explore=F: NCCL_PILOT_TUNER_EXPLORE
+  size_t distinct =
+      0;  ///< --distinct=N: the requests repeat N sizes, as a job's do (0: all random)
   const char* module = PILOT_TUNER_MODULE;  ///< --module=PATH: another build, for A/B runs
 };
 
@@ -143,6 +155,10 @@ Options takeOptions(int* argc, char** argv) {
       o.rules = std::atoi(argv[i] + 8);
     else if (std::strcmp(argv[i], "--dense") == 0)
       o.dense = true;
+    else if (std::strncmp(argv[i], "--explore=", 10) == 0)
+      o.explore = argv[i] + 10;
+    else if (std::strncmp(argv[i], "--distinct=", 11) == 0)
+      o.distinct = static_cast<size_t>(std::atol(argv[i] + 11));
     else if (std::strncmp(argv[i], "--module=", 9) == 0)
       o.module = argv[i] + 9;
     else
@@ -158,9 +174,11 @@ int main(int argc, char** argv) {
   const Options opts = takeOptions(&argc, argv);
   const int ruleCount = opts.rules;
   for (const char* v : {"NCCL_PILOT_TUNER_TABLE", "NCCL_TUNER_CONFIG_FILE", "NCCL_PILOT_TUNER",
-                        "NCCL_PILOT_TUNER_STRICT", "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG"}) {
+                        "NCCL_PILOT_TUNER_STRICT", "NCCL_PILOT_TUNER_EXPLORE", "NCCL_ALGO",
+                        "NCCL_PROTO", "NCCL_DEBUG"}) {
     unsetenv(v);
   }
+  if (opts.explore != nullptr) setenv("NCCL_PILOT_TUNER_EXPLORE", opts.explore, 1);
   std::string tablePath;
   if (ruleCount > 0) {
     gSetup.rules =
@@ -178,6 +196,11 @@ int main(int argc, char** argv) {
   }
   gSetup.requests = opts.dense ? bench::generateDenseRequests(kDenseRequests, 0x5eed)
                                : bench::generateRequests(kSpreadRequests, 0x5eed);
+  if (opts.distinct > 0) {  // a job: the same few sizes again and again
+    for (size_t i = opts.distinct; i < gSetup.requests.size(); ++i) {
+      gSetup.requests[i] = gSetup.requests[i % opts.distinct];
+    }
+  }
   gSetup.requestMask = gSetup.requests.size() - 1;
   for (int c = 0; c < bench::kNumColl; ++c) bench::baseCostTable(c, gSetup.work[c]);
 
@@ -194,9 +217,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ncclTunerPlugin_v5 init failed\n");
     return 1;
   }
-  bool ok = gWarnings == 0 && verify();
-  std::fprintf(stderr, "table: %d rules, %s (%s)\n", ruleCount, opts.dense ? "dense" : "spread",
-               ruleCount ? tablePath.c_str() : "none");
+  bool ok = gWarnings == 0 && verify(opts.explore ? std::atof(opts.explore) : 0.0);
+  std::fprintf(stderr, "table: %d rules, %s (%s)%s%s\n", ruleCount, opts.dense ? "dense" : "spread",
+               ruleCount ? tablePath.c_str() : "none", opts.explore ? ", exploring " : "",
+               opts.explore ? opts.explore : "");
   if (ok) {
     benchmark::RegisterBenchmark("BM_EmptyFunction", BM_EmptyFunction);
     benchmark::RegisterBenchmark("BM_PilotGetCollInfo", BM_PilotGetCollInfo);

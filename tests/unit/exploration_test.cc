@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <vector>
@@ -32,91 +33,118 @@ TEST(ExploreSettings, ReadsAFractionAndRejectsEverythingElse) {
   }
 }
 
+/// No decision to leave out (the candidates are then every usable cell within the bound).
+int noDecision() {
+  return -1;
+}
+
 ExploreSettings at(double fraction) {
   ExploreSettings s;
   s.fraction = fraction;
   return s;
 }
 
-TEST(Explorer, ExactlyTheFractionOfEachPairsCallsExploreWithConsecutiveTurns) {
-  for (double fraction : {0.01, 0.05, 0.1, 0.25, 1.0 / 7}) {
-    Explorer e(at(fraction), 0x1234);
-    std::map<uint64_t, std::vector<uint64_t>> turns;
-    constexpr int kCalls = 10000;
-    for (int i = 0; i < kCalls; ++i) {
-      for (uint64_t size : {8ull, 65536ull, 1ull << 30}) {
-        uint64_t turn = 0;
-        if (e.scheduled(4, size, &turn)) turns[size].push_back(turn);
-      }
-    }
-    for (const auto& [size, list] : turns) {
-      SCOPED_TRACE(testing::Message() << "fraction " << fraction << " size " << size);
-      EXPECT_NEAR(static_cast<double>(list.size()), fraction * kCalls, 1.0);
-      for (size_t i = 1; i < list.size(); ++i) ASSERT_EQ(list[i], list[i - 1] + 1);
-    }
-    EXPECT_EQ(turns.size(), 3u);
-  }
-}
-
-TEST(Explorer, TheSameInputsGiveTheSameScheduleAndSizesDoNotExploreInTheSameStep) {
-  Explorer a(at(0.05), 7), b(at(0.05), 7);
-  std::set<int> firstStep;  // the step in which each size first explores
-  std::set<uint64_t> seen;
-  for (int step = 0; step < 20; ++step) {
-    for (uint64_t size = 1024; size <= (1u << 24); size *= 2) {
-      uint64_t ta = 0, tb = 0;
-      const bool ea = a.scheduled(4, size, &ta), eb = b.scheduled(4, size, &tb);
-      ASSERT_EQ(ea, eb);
-      ASSERT_EQ(ta, tb);
-      if (ea && seen.insert(size).second) firstStep.insert(step);
-    }
-  }
-  EXPECT_EQ(seen.size(), 15u) << "every size explores once in 20 steps at 0.05";
-  EXPECT_GT(firstStep.size(), 3u) << "every size explored in the same training step";
-}
-
-TEST(Explorer, PairsPastTheKeyTableNeverExplore) {
-  Explorer e(at(0.25), 1);
-  uint64_t turn = 0;
-  int explored = 0;
-  for (int round = 0; round < 8; ++round) {
-    for (uint64_t size = 1; size <= Explorer::kKeys + 100; ++size) {
-      explored += e.scheduled(0, size * 4, &turn) ? 1 : 0;
-    }
-  }
-  // Every counted pair explores 2 of its 8 calls (0.25); the 100 past the table none.
-  EXPECT_NEAR(explored, 2 * static_cast<int>(Explorer::kKeys), 2.0 * Explorer::kKeys * 0.05);
-  EXPECT_LT(explored, 2 * static_cast<int>(Explorer::kKeys + 100) - 50);
-}
-
-TEST(Explorer, CandidatesAreUsableCellsWithinTheBoundTakingTurns) {
-  Explorer e(at(0.05), 1);
-  // 7 algorithms x 3 protocols; -1 = NCCL ignores the cell.
+/// 7 x 3 cells; -1 = NCCL ignores the cell.
+std::vector<float> costTable() {
   std::vector<float> costs(21, -1.0f);
   costs[0 * 3 + 0] = 10;     // the cheapest (NCCL's pick)
   costs[0 * 3 + 2] = 19;     // within 2x
   costs[1 * 3 + 0] = 20;     // at the bound
   costs[1 * 3 + 1] = 20.5f;  // past it
   costs[1 * 3 + 2] = 12;
-  std::set<int> picked;
-  for (uint64_t turn = 0; turn < 30; ++turn) {
-    const int c = e.pick(4, 4096, turn, costs.data(), 21, /*baseline=*/0);
-    ASSERT_GE(c, 0);
-    picked.insert(c);
+  return costs;
+}
+
+TEST(Explorer, TheFractionOfEachSizesCallsExploresInProportion) {
+  for (double fraction : {0.01, 0.05, 0.1, 0.25, 1.0 / 7}) {
+    Explorer e(at(fraction), 0x1234);
+    std::map<uint64_t, int> explored;
+    constexpr int kCalls = 20000;
+    for (int i = 0; i < kCalls; ++i) {
+      for (uint64_t size : {8ull, 65536ull, 1ull << 30}) explored[size] += e.due() ? 1 : 0;
+    }
+    int total = 0;
+    for (const auto& [size, n] : explored) {
+      SCOPED_TRACE(testing::Message() << "fraction " << fraction << " size " << size);
+      // Gaps of 1 .. 2/f - 1 calls: each size in proportion, within a few standard deviations
+      // of a binomial draw.
+      const double expected = fraction * kCalls;
+      EXPECT_NEAR(n, expected, 4 * std::sqrt(expected) + 1);
+      total += n;
+    }
+    EXPECT_NEAR(total, fraction * 3 * kCalls, 0.03 * fraction * 3 * kCalls);
   }
-  EXPECT_EQ(picked, (std::set<int>{2, 3, 5}));
-  // A table's choice elsewhere: NCCL's cheapest becomes a candidate, the choice does not.
-  EXPECT_NE(e.pick(4, 4096, 0, costs.data(), 21, 5), 5);
-  std::set<int> around;
-  for (uint64_t turn = 0; turn < 6; ++turn)
-    around.insert(e.pick(4, 4096, turn, costs.data(), 21, 5));
-  EXPECT_EQ(around, (std::set<int>{0, 2, 3}));
-  // Nothing within the bound, nothing usable, a table too large: no exploration.
-  std::vector<float> lone(21, -1.0f);
-  lone[4] = 5;
-  EXPECT_EQ(e.pick(4, 4096, 0, lone.data(), 21, 4), -1);
-  EXPECT_EQ(e.pick(4, 4096, 0, std::vector<float>(21, -1.0f).data(), 21, -1), -1);
-  EXPECT_EQ(e.pick(4, 4096, 0, costs.data(), kMaxExploreCells + 1, 0), -1);
+}
+
+TEST(Explorer, TheSameInputsGiveTheSameScheduleAndSizesDoNotExploreInTheSameStep) {
+  Explorer a(at(0.05), 7), b(at(0.05), 7), other(at(0.05), 8);
+  const std::vector<float> costs = costTable();
+  std::set<int> firstStep;  // the step in which each size first explores
+  std::set<uint64_t> seen;
+  int differ = 0;
+  for (int step = 0; step < 200; ++step) {
+    for (uint64_t size = 1024; size <= (1u << 24); size *= 2) {
+      const bool ea = a.due(), eb = b.due();
+      ASSERT_EQ(ea, eb);
+      differ += ea != other.due() ? 1 : 0;
+      if (!ea) continue;
+      ASSERT_EQ(a.cellFor(4, size, costs.data(), 21, noDecision),
+                b.cellFor(4, size, costs.data(), 21, noDecision));
+      if (seen.insert(size).second) firstStep.insert(step);
+    }
+  }
+  EXPECT_EQ(seen.size(), 15u) << "every size explores in 200 steps at 0.05";
+  EXPECT_GT(firstStep.size(), 3u) << "every size explored in the same training step";
+  EXPECT_GT(differ, 0) << "another communicator id, another schedule";
+}
+
+TEST(Explorer, CandidatesAreUsableCellsWithinTheBound) {
+  const std::vector<float> costs = costTable();
+  EXPECT_EQ(Explorer::candidates(costs.data(), 21, 2.0f, -1),
+            (1u << 0) | (1u << 2) | (1u << 3) | (1u << 5));
+  EXPECT_EQ(Explorer::candidates(costs.data(), 21, 1.5f, -1), (1u << 0) | (1u << 5));
+  // The decision's cell is no candidate (NCCL's pick, or the table's choice).
+  EXPECT_EQ(Explorer::candidates(costs.data(), 21, 2.0f, 0), (1u << 2) | (1u << 3) | (1u << 5));
+  EXPECT_EQ(Explorer::candidates(costs.data(), 21, 2.0f, 5), (1u << 0) | (1u << 2) | (1u << 3));
+  std::vector<float> none(21, -1.0f);
+  EXPECT_EQ(Explorer::candidates(none.data(), 21, 2.0f, -1), 0u);
+  EXPECT_EQ(Explorer::candidates(costs.data(), kMaxExploreCells + 1, 2.0f, -1), 0u);
+}
+
+TEST(Explorer, APairsExplorationsTakeTurnsOverItsCandidates) {
+  Explorer e(at(0.05), 1);
+  const std::vector<float> costs = costTable();
+  std::vector<int> turns;
+  for (int i = 0; i < 12; ++i) turns.push_back(e.cellFor(4, 4096, costs.data(), 21, noDecision));
+  // Four candidates, each once in every four turns, in cell order from a start of the pair's.
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(turns[i], turns[i + 4]);
+    EXPECT_EQ(turns[i], turns[i + 8]);
+  }
+  EXPECT_EQ(std::set<int>(turns.begin(), turns.end()), (std::set<int>{0, 2, 3, 5}));
+  // The candidates are the pair's first table's: NCCL passes the same one every time.
+  std::vector<float> changed = costs;
+  changed[2] = 100;
+  std::set<int> later;
+  for (int i = 0; i < 8; ++i) later.insert(e.cellFor(4, 4096, changed.data(), 21, noDecision));
+  EXPECT_EQ(later, (std::set<int>{0, 2, 3, 5}));
+  // Nothing usable: no cell.
+  std::vector<float> none(21, -1.0f);
+  EXPECT_EQ(e.cellFor(4, 8192, none.data(), 21, noDecision), -1);
+  EXPECT_EQ(e.explorations(), 20u);
+}
+
+TEST(Explorer, PairsPastTheTurnTableStillExploreTakingTheCommunicatorsTurn) {
+  Explorer e(at(0.25), 1);
+  const std::vector<float> costs = costTable();
+  std::set<int> cells;
+  for (uint64_t size = 1; size <= 8 * Explorer::kKeys; ++size) {
+    const int c = e.cellFor(0, size * 4, costs.data(), 21, noDecision);
+    ASSERT_GE(c, 0);
+    cells.insert(c);
+  }
+  EXPECT_EQ(cells, (std::set<int>{0, 2, 3, 5}));
+  EXPECT_EQ(e.explorations(), 8u * Explorer::kKeys);
 }
 
 TEST(Explorer, CheapestCellIsNcclsFirstMinimum) {
@@ -131,18 +159,19 @@ TEST(Explorer, ACommunicatorThatCapturedAGraphStopsExploringOthersGoOn) {
   Explorer captured(at(0.25), kCaptured), eager(at(0.25), kEager);
   auto explorations = [](Explorer& e) {
     int n = 0;
-    uint64_t turn = 0;
-    for (int i = 0; i < 100; ++i) n += e.scheduled(4, 8192, &turn) ? 1 : 0;
+    for (int i = 0; i < 100; ++i) n += e.due() ? 1 : 0;
     return n;
   };
-  EXPECT_EQ(explorations(captured), 25);
+  const int before = explorations(captured);
+  EXPECT_GT(before, 10);
+  EXPECT_LT(before, 40);
   EXPECT_FALSE(graphCaptured(kCaptured));
   noteGraphCapture(kCaptured);
   noteGraphCapture(kCaptured);  // noted once
   EXPECT_TRUE(graphCaptured(kCaptured));
   EXPECT_FALSE(graphCaptured(kEager));
   EXPECT_EQ(explorations(captured), 0);
-  EXPECT_EQ(explorations(eager), 25);
+  EXPECT_GT(explorations(eager), 10);
 }
 
 TEST(ExploreDigest, ChangesWithEveryInputOfTheSchedule) {

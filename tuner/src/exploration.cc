@@ -18,7 +18,12 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-constexpr uint64_t kOne = uint64_t{1} << 32;
+/// Set bits, without the libgcc call __builtin_popcount makes for a baseline x86-64 target.
+uint32_t countBits(uint32_t v) {
+  v = v - ((v >> 1) & 0x55555555u);
+  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+  return (((v + (v >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
+}
 
 }  // namespace
 
@@ -46,53 +51,93 @@ std::string exploreDigest(const ExploreSettings& settings, const std::string& ta
 
 Explorer::Explorer(const ExploreSettings& settings, uint64_t commId)
     : commId_(commId),
-      step_(static_cast<uint64_t>(settings.fraction * static_cast<double>(kOne))),
+      gapRange_(settings.on() ? static_cast<uint64_t>(2.0 / settings.fraction - 0.5) : 1),
       costBound_(settings.costBound),
       commSalt_(mix(commId)),
-      entries_(new Entry[kKeys]) {}
+      next_(settings.on() ? gapAfter(~uint64_t{0}) - 1 : ~uint64_t{0}),
+      sets_(new Set[kKeys / kWays]) {}
 
 uint64_t Explorer::keyOf(int collType, uint64_t nBytes) const noexcept {
-  return mix(commSalt_ ^ mix(nBytes * 16 + static_cast<uint64_t>(collType & 0xf))) | 1;
+  return mix(commSalt_ ^ ((nBytes << 4) + static_cast<uint64_t>(collType & 0xf))) | 1;
 }
 
-bool Explorer::scheduled(int collType, uint64_t nBytes, uint64_t* ordinal) noexcept {
-  if (step_ == 0) return false;
-  const uint64_t key = keyOf(collType, nBytes);
-  unsigned slot = static_cast<unsigned>(key >> 40) % kKeys;
-  for (unsigned probe = 0; probe < kKeys; ++probe, slot = (slot + 1) % kKeys) {
-    Entry& e = entries_[slot];
-    uint64_t seen = e.key.load(std::memory_order_acquire);
-    if (seen == 0 && e.key.compare_exchange_strong(seen, key, std::memory_order_acq_rel)) {
-      seen = key;  // else `seen` is the pair that took the slot meanwhile
+uint64_t Explorer::gapAfter(uint64_t n) const noexcept {
+  // 1 + floor(u x range) for u uniform in [0, 1) from the hash: 1 .. range, mean (range + 1) / 2
+  // = 1 / fraction. Integers only: the same on every rank.
+  return 1 + (((mix(commSalt_ + n) >> 32) * gapRange_) >> 32);
+}
+
+bool Explorer::dueAt(uint64_t n) noexcept {
+  next_.store(n + gapAfter(n), std::memory_order_relaxed);
+  return !graphCaptured(commId_);  // graph_capture.h: an alternative would replay forever
+}
+
+Explorer::Entry* Explorer::entryOf(uint64_t key) noexcept {
+  Entry* set = sets_[key >> (64 - kLogSets)].ways;
+  for (unsigned way = 0; way < kWays; ++way) {
+    const uint64_t seen = set[way].key.load(std::memory_order_relaxed);
+    if (seen == key) return &set[way];
+    if (seen == 0) {
+      set[way].key.store(key, std::memory_order_relaxed);
+      return &set[way];
     }
-    if (seen != key) continue;
-    // Bresenham over the calls: call n explores when (n + offset) x step crosses a multiple of
-    // 2^32, so exactly `fraction` of the calls explore, evenly spread; the per-pair offset
-    // keeps different sizes from exploring in the same training step.
-    const uint64_t n = e.calls.fetch_add(1, std::memory_order_relaxed);
-    const uint64_t at = (n + (key >> 32)) * step_;
-    if ((at & (kOne - 1)) + step_ < kOne) return false;
-    if (graphCaptured(commId_)) return false;  // graph_capture.h: it would replay forever
-    *ordinal = at >> 32;
-    return true;
   }
-  return false;  // every slot holds another pair
+  return nullptr;  // the set is full
 }
 
-int Explorer::pick(int collType, uint64_t nBytes, uint64_t ordinal, const float* ncclCosts,
-                   int numCells, int baseline) const noexcept {
-  if (numCells <= 0 || numCells > kMaxExploreCells) return -1;
-  const int cheapest = cheapestCell(ncclCosts, numCells);
-  if (cheapest < 0) return -1;
-  const float limit = ncclCosts[cheapest] * costBound_;
-  int candidates[kMaxExploreCells];
-  int count = 0;
-  for (int c = 0; c < numCells; ++c) {
-    if (c != baseline && ncclCosts[c] >= 0.0f && ncclCosts[c] <= limit) candidates[count++] = c;
+namespace {
+
+/// `mask` without its first `skip` (mod its count) set bits.
+uint32_t dropFirst(uint32_t mask, uint64_t skip) {
+  for (uint32_t n = static_cast<uint32_t>(skip % countBits(mask)); n > 0; --n) mask &= mask - 1;
+  return mask;
+}
+
+}  // namespace
+
+int Explorer::anyTurn(uint64_t key, uint32_t mask) noexcept {
+  if (mask == 0) return -1;
+  const uint64_t count = explorations_.load(std::memory_order_relaxed);
+  explorations_.store(count + 1, std::memory_order_relaxed);
+  return __builtin_ctz(dropFirst(mask, count + (key >> 40)));
+}
+
+int Explorer::nextTurn(Entry& e, uint64_t key, uint32_t found) noexcept {
+  // state: the candidates | kFound (high half) and those not yet run in this round (low half).
+  uint32_t round = 0;
+  if (found != 0) {
+    // The pair's first round starts at a candidate of its own, so sizes do not all try the
+    // same cell first.
+    if (found != kFound) round = dropFirst(found & ~kFound, key >> 40);
+  } else {
+    const uint64_t state = e.state.load(std::memory_order_relaxed);
+    found = static_cast<uint32_t>(state >> 32);
+    round = static_cast<uint32_t>(state);
   }
-  if (count == 0) return -1;
-  const uint64_t turn = ordinal + (keyOf(collType, nBytes) >> 8);
-  return candidates[turn % static_cast<uint64_t>(count)];
+  const uint32_t mask = found & ~kFound;
+  if (mask == 0) {
+    e.state.store(static_cast<uint64_t>(found) << 32, std::memory_order_relaxed);
+    return -1;
+  }
+  if (round == 0) round = mask;
+  const int cell = __builtin_ctz(round);
+  e.state.store(static_cast<uint64_t>(found) << 32 | (round & (round - 1)),
+                std::memory_order_relaxed);
+  explorations_.store(explorations_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return cell;
+}
+
+uint32_t Explorer::candidates(const float* ncclCosts, int numCells, float costBound,
+                              int decided) noexcept {
+  if (numCells <= 0 || numCells > kMaxExploreCells) return 0;
+  const int cheapest = cheapestCell(ncclCosts, numCells);
+  if (cheapest < 0) return 0;
+  const float limit = ncclCosts[cheapest] * costBound;
+  uint32_t mask = 0;
+  for (int c = 0; c < numCells; ++c) {
+    if (c != decided && ncclCosts[c] >= 0.0f && ncclCosts[c] <= limit) mask |= uint32_t{1} << c;
+  }
+  return mask;
 }
 
 int cheapestCell(const float* costs, int numCells) noexcept {

@@ -11,6 +11,7 @@ constexpr unsigned kSlots = 256;
 // that commId 0 is storable; `full` makes every lookup say yes once no slot is left.
 std::atomic<uint64_t> slots[kSlots];
 std::atomic<bool> full{false};
+std::atomic<bool> any{false};  // no communicator captured anything: the common answer, one load
 
 uint64_t tag(uint64_t commId) {
   uint64_t x = commId + 0x9E3779B97F4A7C15ull;
@@ -23,6 +24,7 @@ uint64_t tag(uint64_t commId) {
 }  // namespace
 
 void noteGraphCapture(uint64_t commId) noexcept {
+  any.store(true, std::memory_order_release);
   const uint64_t t = tag(commId);
   for (unsigned probe = 0, slot = t % kSlots; probe < kSlots; ++probe, slot = (slot + 1) % kSlots) {
     uint64_t seen = slots[slot].load(std::memory_order_acquire);
@@ -35,6 +37,7 @@ void noteGraphCapture(uint64_t commId) noexcept {
 }
 
 bool graphCaptured(uint64_t commId) noexcept {
+  if (!any.load(std::memory_order_acquire)) return false;
   if (full.load(std::memory_order_acquire)) return true;
   const uint64_t t = tag(commId);
   for (unsigned probe = 0, slot = t % kSlots; probe < kSlots; ++probe, slot = (slot + 1) % kSlots) {

@@ -48,38 +48,36 @@ TunerContext::TunerContext(std::shared_ptr<const CompiledTable> table,
   }
 }
 
-void TunerContext::getCollInfoExploring(int collType, uint64_t nBytes, int numPipeOps,
-                                        float* costTable, int numAlgo, int numProto, int regBuff,
-                                        int* nChannels) const noexcept {
+void TunerContext::explore(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
+                           int numAlgo, int numProto, int regBuff, int* nChannels) const noexcept {
   const int cells = numAlgo * numProto;
-  uint64_t turn = 0;
-  if (costTable == nullptr || !validCollective(collType) || numAlgo <= 0 || numProto <= 0 ||
-      cells > kMaxExploreCells || !explorer_->scheduled(collType, nBytes, &turn)) {
+  // The decision's cell is no candidate. It is taken on a copy, with regBuff unknown (-1: rules
+  // with regbuff= do not match), so that every rank leaves out the same cell.
+  auto decided = [&]() {
+    float scratch[kMaxExploreCells];
+    std::memcpy(scratch, costTable, sizeof(float) * static_cast<size_t>(cells));
+    int channels = 0;
+    decide(collType, nBytes, numPipeOps, scratch, numAlgo, numProto, -1, &channels);
+    return cheapestCell(scratch, cells);
+  };
+  const int cell = costTable != nullptr && numAlgo > 0 && numProto > 0 && cells <= kMaxExploreCells
+                       ? explorer_->cellFor(collType, nBytes, costTable, cells, decided)
+                       : -1;
+  if (cell < 0) {  // nothing NCCL left usable within the bound: the decision stands
     decide(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
     return;
   }
-  float ncclCosts[kMaxExploreCells];
-  std::memcpy(ncclCosts, costTable, sizeof(float) * static_cast<size_t>(cells));
-  const int ncclChannels = nChannels != nullptr ? *nChannels : 0;
-  decide(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
-  // What NCCL would run after the decision: the alternatives are the other cells.
-  const int baseline = cheapestCell(costTable, cells);
-  const int cell = explorer_->pick(collType, nBytes, turn, ncclCosts, cells, baseline);
-  if (cell < 0) return;  // nothing within the bound: the decision stands
-  // NCCL's own table again, with the alternative selected and NCCL's channel count: the call
-  // measures the cell, not a rule's channels or chunk (getChunkSize finds no rule for it).
-  std::memcpy(costTable, ncclCosts, sizeof(float) * static_cast<size_t>(cells));
+  // NCCL's own table with the candidate selected (NCCL's costs are positive, so it takes the
+  // 0), and NCCL's channel count: the call measures the cell, not a rule's channels or chunk
+  // (getChunkSize finds no rule for it).
   costTable[cell] = 0.0f;
-  if (nChannels != nullptr) *nChannels = ncclChannels;
-  explorer_->countExploration();
   memoRule_.store(packMemo(collType, kNoRule), std::memory_order_relaxed);
   memoBytes_.store(nBytes, std::memory_order_relaxed);
   if (__builtin_expect(trace_, 0)) {
     PILOT_LOG(
-        *logger_, Trace, subsys::Tuning,
-        "getCollInfo %s %llu bytes pipeOps %d: exploration %llu runs %s/%s",
+        *logger_, Trace, subsys::Tuning, "getCollInfo %s %llu bytes pipeOps %d: explores %s/%s",
         collectiveName(static_cast<Collective>(collType)), static_cast<unsigned long long>(nBytes),
-        numPipeOps, static_cast<unsigned long long>(turn),
+        numPipeOps,
         cell / numProto < kNumAlgorithms ? algorithmName(static_cast<Algorithm>(cell / numProto))
                                          : "?",
         cell % numProto < kNumProtocols ? protocolName(static_cast<Protocol>(cell % numProto))

@@ -70,10 +70,10 @@ class TunerContext {
   __attribute__((always_inline)) void decide(int collType, uint64_t nBytes, int numPipeOps,
                                              float* costTable, int numAlgo, int numProto,
                                              int regBuff, int* nChannels) const noexcept;
-  /// getCollInfo with an explorer: the decision, then, on the calls the schedule names, an
-  /// alternative cell instead (exploration.h).
-  void getCollInfoExploring(int collType, uint64_t nBytes, int numPipeOps, float* costTable,
-                            int numAlgo, int numProto, int regBuff, int* nChannels) const noexcept;
+  /// A call the schedule names (exploration.h): NCCL's own table with the pair's next
+  /// candidate selected, NCCL's channel count, no rule; the decision when none is usable.
+  void explore(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
+               int numProto, int regBuff, int* nChannels) const noexcept;
   /// getCollInfo in full: the interval, its plain select if any, then its candidates in
   /// priority order (and the linear fallback, and no table at all).
   void getCollInfoSlow(int collType, uint64_t nBytes, int numPipeOps, float* costTable, int numAlgo,
@@ -95,7 +95,7 @@ class TunerContext {
   std::unique_ptr<Logger> logger_;
   bool trace_ = false;
   uint64_t nNodes_ = 1;
-  std::unique_ptr<Explorer> explorer_;
+  std::unique_ptr<Explorer> explorer_;  // mutable state behind a const pointer: its counters
 
   // The decision of the last getCollInfo, for getChunkSize. Relaxed atomics: NCCL drives one
   // communicator from one thread at a time, so they only need to be free of data races.
@@ -110,9 +110,10 @@ class TunerContext {
 inline void TunerContext::getCollInfo(int collType, uint64_t nBytes, int numPipeOps,
                                       float* costTable, int numAlgo, int numProto, int regBuff,
                                       int* nChannels) const noexcept {
-  if (__builtin_expect(explorer_ != nullptr, 0)) {
-    getCollInfoExploring(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff,
-                         nChannels);
+  if (__builtin_expect(explorer_ != nullptr, 0) &&
+      static_cast<unsigned>(collType) < static_cast<unsigned>(kNumCollectives) &&
+      explorer_->due()) {
+    explore(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
     return;
   }
   decide(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);

@@ -24,6 +24,8 @@ namespace {
 const std::string kDir = testsupport::sharedFixture("nccl-tests");
 const std::string kG5 = kDir + "/cs244c-g5-a10g-2n1gpu-allreduce-overlap.txt";
 const std::string kL40s = kDir + "/l40s-1n4gpu-allreduce-forced.txt";
+/// Bundled (tests/sim/data/make_truth.py): the loop also runs without ../shared.
+const std::string kSynthetic = PILOT_SIM_DATA "/synthetic-2n-allreduce-truth.txt";
 
 /// A scratch directory, removed at the end of a test that passed (kept for a look otherwise).
 class ScratchDir {
@@ -326,6 +328,10 @@ void loop(const std::string& sweep, const std::string& tag, uint64_t seed) {
 TEST(JobSimLoop, G5Overlap) {
   PILOT_REQUIRE_FIXTURE(kG5);
   for (uint64_t seed = 1; seed <= 5; ++seed) loop(kG5, "g5", seed);
+}
+
+TEST(JobSimLoop, BundledSyntheticTruth) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) loop(kSynthetic, "synthetic", seed);
 }
 
 TEST(JobSimLoop, L40s) {

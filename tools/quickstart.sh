@@ -86,6 +86,24 @@ step "the profiler's files of a bundled 4-rank demo job (replayed through it by 
   ls build/monitor-demo
 step "read back: calls, kernel times, decisions, drift against the table's calibration, the late rank" \
   "$pilot" monitor build/monitor-demo --html build/monitor.html
+# In-job calibration on a simulated 2-node job (tests/sim: a synthetic truth, one process per
+# rank driving the built tuner and profiler through NCCL's ABIs, per-call noise and stragglers).
+sim=build/bin/pilot_job_sim
+truth=tests/sim/data/synthetic-2n-allreduce-truth.txt
+calib=build/calibration-demo
+rm -rf "$calib"
+mkdir -p "$calib/metrics1" "$calib/metrics2"
+step "in-job calibration, job 1: two simulated ranks explore 5% of their calls (NCCL_PILOT_TUNER_EXPLORE=0.05)" \
+  "$sim" run --sweep "$truth" --out "$calib/job1" --explore 0.05 --metrics "$calib/metrics1" --shadow
+step "fit a table from job 1's metrics: every rank's per-call samples, pooled" \
+  "$pilot" fit "$calib/metrics1" -o "$calib/job1.table"
+step "that table against the simulator's truth: the share of NCCL's gap it closes" \
+  "$sim" score --sweep "$truth" --out "$calib/score1" --table "$calib/job1.table"
+"$sim" run --sweep "$truth" --out "$calib/job2" --explore 0.05 --table "$calib/job1.table" \
+  --metrics "$calib/metrics2" --seed 2 >/dev/null
+"$pilot" fit "$calib/metrics2" -o "$calib/job2.table" >/dev/null 2>&1
+step "job 2 ran that table and kept exploring around it; the table fitted from it" \
+  "$sim" score --sweep "$truth" --out "$calib/score2" --table "$calib/job2.table"
 step "installed as a user gets it (cmake --install into a scratch prefix; packages: tools/package.sh)" \
   sh -c 'cmake --install build --prefix build/demo-prefix >/dev/null &&
          find build/demo-prefix -type f ! -path "*/share/*" | sort'

@@ -6,6 +6,7 @@
 # measured in the same run. Each profiler exports to a scratch directory as in a job (ours:
 # textfile every 30 s; Inspector: Prometheus mode, every 30 s, no minimum size, no P2P).
 # Usage: run_profiler_bench.sh BUILD_DIR [INSPECTOR_SO]    (ROUNDS=7 CHANNELS="2 8 32")
+# PILOT_BASELINE_MODULE=<another build's libnccl-profiler-pilot.so> adds it as "before", for A/B.
 set -euo pipefail
 [[ $# -ge 1 && $# -le 2 ]] || { echo "usage: $0 BUILD_DIR [INSPECTOR_SO]" >&2; exit 2; }
 build=$1
@@ -22,6 +23,7 @@ ln -s "$(realpath "$build/lib/libpilot-fake-cudart.so")" "$work/cuda/libpilot-fa
 
 modules=("empty=$build/lib/libpilot_empty_profiler.so" "pilot=$build/lib/libnccl-profiler-pilot.so")
 [[ -n $inspector ]] && modules+=("inspector=$inspector")
+[[ -n ${PILOT_BASELINE_MODULE:-} ]] && modules+=("before=$PILOT_BASELINE_MODULE")
 names=()
 for m in "${modules[@]}"; do names+=("${m%%=*}"); done
 

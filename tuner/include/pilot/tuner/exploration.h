@@ -5,9 +5,9 @@
 //
 // Every rank must run the same cell for the same collective, or the job hangs. The schedule
 // therefore depends only on what every rank sees alike: the communicator id (NCCL's commHash)
-// and shape, the collective, its size, how many calls of that (collective, size) the
-// communicator made before (NCCL enqueues collectives in the same order on every rank), NCCL's
-// cost table and the settings. Never on time, the PID, the host, the rank or a measurement.
+// and shape, the collective, its size, how many calls the communicator made before (NCCL
+// enqueues collectives in the same order on every rank), NCCL's cost table, the table and the
+// settings. Never on time, the PID, the host, the rank or a measurement.
 #pragma once
 
 #include <atomic>

@@ -15,6 +15,7 @@ import re
 import sys
 from xml.etree import ElementTree
 
+import explore_check
 import metrics_check
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter")
@@ -444,6 +445,8 @@ def main():
                                                  defaults)
         elif name in ("pilot", "baseline") and (not defaults or name == "pilot"):
             defaults = decisions
+        if name == "explore":
+            explore_check.check_exploration(report, phase, RE_DECISION)
         if name == "metrics":
             metrics_check.check_profiler(report, phase)
             metrics_check.check_metrics(report, phase, sizes, iters, expects)

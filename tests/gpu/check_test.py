@@ -356,6 +356,68 @@ class OlderNcclWording(RecordedRunCase):
         self.assertIn(", 3 skipped", out)
 
 
+class ExplorePhase(unittest.TestCase):
+    """explore_check on evidence written here: NCCL logs and summaries of two ranks."""
+
+    LINE = ("host:1:1 [0] NCCL INFO AllReduce: {b} Bytes -> Algo {a} proto {p} "
+            "channel{{Lo..Hi}}={{0..1}}\n")
+    INIT = ("host:1:1 [0] NCCL INFO TUNER/Pilot: communicator 2 ranks on 2 nodes: exploring 0.25 "
+            "of the calls of each (collective, size), alternatives within 2x of NCCL's predicted "
+            "cost; schedule digest 1a2b3c4d (the fraction, the bound and table none: ...)\n")
+
+    def phase(self, root, cells_per_rank, summaries):
+        import types
+        metrics = root / "metrics"
+        metrics.mkdir(parents=True)
+        for r, lines in enumerate(summaries):
+            (metrics / f"nccl_pilot_h_{r}.jsonl").write_text(
+                "".join(json.dumps(l) + "\n" for l in lines), encoding="utf-8")
+        logs = [self.INIT + "".join(self.LINE.format(b=b, a=a, p=p) for b, a, p in cells)
+                for cells in cells_per_rank]
+        ph = types.SimpleNamespace(name="explore", dir=root, ranks=len(logs), logs=logs)
+        ph.all_logs = lambda regex: [regex.findall(log) for log in ph.logs]
+        return ph
+
+    def verdict(self, cells_per_rank, summaries):
+        sys.path.insert(0, str(HERE))
+        import check
+        import explore_check
+        with tempfile.TemporaryDirectory() as tmp:
+            report = check.Report()
+            explore_check.check_exploration(
+                report, self.phase(pathlib.Path(tmp), cells_per_rank, summaries),
+                check.RE_DECISION)
+        return report.checks[-1]
+
+    @staticmethod
+    def summary(calls):
+        return [{"kind": "calibration", "collective": "AllReduce", "bytes": 1024, "algo": a,
+                 "proto": p, "calls": n} for (a, p), n in calls.items()]
+
+    def test_alike_ranks_that_explored_pass(self):
+        cells = [(1024, "RING", "LL"), (1024, "TREE", "LL"), (1024, "RING", "LL")]
+        s = self.summary({("RING", "LL"): 2, ("TREE", "LL"): 1})
+        self.assertEqual(self.verdict([cells, cells], [s, s])["status"], "PASS")
+
+    def test_ranks_that_decided_apart_fail(self):
+        a = [(1024, "RING", "LL"), (1024, "TREE", "LL")]
+        b = [(1024, "RING", "LL"), (1024, "RING", "LL")]
+        s = self.summary({("RING", "LL"): 1, ("TREE", "LL"): 1})
+        v = self.verdict([a, b], [s, s])
+        self.assertEqual(v["status"], "FAIL")
+        self.assertIn("differ from rank 0's on ranks [1]", v["evidence"])
+
+    def test_no_exploration_or_summaries_that_differ_fail(self):
+        same = [(1024, "RING", "LL"), (1024, "RING", "LL")]
+        s = self.summary({("RING", "LL"): 2})
+        self.assertIn("no (collective, size) ran more than one",
+                      self.verdict([same, same], [s, s])["evidence"])
+        cells = [(1024, "RING", "LL"), (1024, "TREE", "LL")]
+        t = self.summary({("RING", "LL"): 1, ("TREE", "LL"): 1})
+        self.assertIn("calibration lines differ",
+                      self.verdict([cells, cells], [t, self.summary({("RING", "LL"): 2})])["evidence"])
+
+
 class RecordedFailure(unittest.TestCase):
     def test_the_double_free_of_nccl_2_28_9_fails_shutdown(self):
         # Recorded before the fix in plugin/net/exports.cc: every rank aborted in topology-only

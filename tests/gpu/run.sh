@@ -12,6 +12,9 @@
 #              topology file and tuner
 #   metrics    tuned again with our profiler (NCCL_PROFILER_PLUGIN) measuring every collective
 #              into <phase>/metrics (NCCL_PILOT_METRICS_DIR)
+#   explore    NCCL's Socket transport, tuner and profiler from the net plugin's library (one
+#              copy, as by default), NCCL_PILOT_TUNER_EXPLORE=0.25: every rank must run the same
+#              cell on every call, and the cells exploration selected
 # then tests/gpu/check.py prints one PASS/FAIL line per check with its evidence and writes
 # summary.json. Everything lands in the output folder. docs/validation.md explains each check.
 #
@@ -23,7 +26,7 @@
 #   --dry-run  no GPU: copy a recorded run (logs and results of a real one) and check it with the
 #              expectations the built CLI computes now (what CI runs)
 # Defaults: --out gpu-validation --build build --ranks 4 --gpus 1 --sizes 1K,8K,64K,512K,4M,16M
-#           --iters 3 --phases baseline,pilot,tuned,topo-only,metrics --phase-timeout 60
+#           --iters 3 --phases baseline,pilot,tuned,topo-only,metrics,explore --phase-timeout 60
 # Needs: the built libnccl-net-pilot.so, libnccl-tuner-pilot.so, libnccl-profiler-pilot.so and
 # nccl-pilot (BUILD/lib, BUILD/bin); for a real run python3 with PyTorch and its NCCL, and a GPU.
 set -euo pipefail
@@ -35,7 +38,7 @@ ranks=4
 gpus=1
 sizes=1K,8K,64K,512K,4M,16M
 iters=3
-phases=baseline,pilot,tuned,topo-only,metrics
+phases=baseline,pilot,tuned,topo-only,metrics,explore
 python=${PYTHON:-python3}
 phase_timeout=60
 dry_run=""
@@ -68,7 +71,7 @@ done
 [[ $iters =~ ^[0-9]+$ && $iters -ge 1 ]] || die "--iters takes a positive number"
 [[ $phase_timeout =~ ^[0-9]+$ && $phase_timeout -ge 10 ]] || die "--phase-timeout takes >= 10"
 for phase in ${phases//,/ }; do
-  case $phase in baseline | pilot | tuned | topo-only | metrics) ;; *) die "unknown phase '$phase'" ;; esac
+  case $phase in baseline | pilot | tuned | topo-only | metrics | explore) ;; *) die "unknown phase '$phase'" ;; esac
 done
 
 # Nothing from the caller's environment may steer NCCL or our library in this run.
@@ -187,6 +190,12 @@ run_phase() { # PHASE
   metrics)
     mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
       NCCL_PILOT_TUNER_TABLE="$table" NCCL_PROFILER_PLUGIN="$profiler_lib"
+      NCCL_PILOT_METRICS_DIR="$dir/metrics" NCCL_PILOT_METRICS_INTERVAL_S=5)
+    ;;
+  explore)
+    # NCCL_TUNER_PLUGIN and NCCL_PROFILER_PLUGIN unset: NCCL takes both from the net plugin's
+    # library, the one copy in which a captured graph stops exploration.
+    mode=(NCCL_PILOT_TRANSPORT=none NCCL_NET_PLUGIN="$net_lib" NCCL_PILOT_TUNER_EXPLORE=0.25
       NCCL_PILOT_METRICS_DIR="$dir/metrics" NCCL_PILOT_METRICS_INTERVAL_S=5)
     ;;
   esac

@@ -32,6 +32,11 @@ const std::vector<SettingInfo>& allSettings() {
        "algorithm x protocol for the profiler to measure, 0..0.25 (0 = off); every rank must "
        "read the same value",
        nullptr},
+      {setting::kTunerExploreDigest, SettingType::Text, "",
+       "the schedule digest (8 hex digits) every rank should log (nccl-pilot explain --table T "
+       "--digest --explore F); another one leaves this rank without exploration and WARNs "
+       "(strict: init fails)",
+       nullptr},
       {setting::kTopo, SettingType::Bool, "1",
        "0 = the net plugin writes no topology file (NCCL_TOPO_FILE) and NCCL detects on its own",
        nullptr},

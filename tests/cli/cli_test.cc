@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pilot/core/sha256.h"
+#include "pilot/tuner/exploration.h"
 
 namespace {
 
@@ -143,6 +144,18 @@ TEST(Cli, DigestIsTheValueALauncherExports) {
   Outcome missing = cli("explain --table " + table, true);
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.out.find("--coll is required"), std::string::npos) << missing.out;
+}
+
+TEST(Cli, ScheduleDigestIsWhatTheTunerComparesWithTheExploreDigestPin) {
+  const std::string table = writeTable("explore.table", kTable);
+  Outcome o = cli("explain --table " + table + " --digest --explore 0.05");
+  ASSERT_EQ(o.status, 0) << o.out;
+  pilot::tuner::ExploreSettings s;
+  s.fraction = 0.05;
+  EXPECT_EQ(o.out, pilot::tuner::exploreDigest(s, pilot::sha256Hex(kTable)) + "\n");
+  EXPECT_NE(cli("explain --table " + table + " --digest --explore 0.1").out, o.out);
+  EXPECT_EQ(cli("explain --table " + table + " --digest --explore 0.5", true).status, 2);
+  EXPECT_EQ(cli("explain --table " + table + " --digest --explore 0", true).status, 2);
 }
 
 }  // namespace

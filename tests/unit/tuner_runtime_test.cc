@@ -497,5 +497,36 @@ TEST_F(RuntimeTest, TableWithNoRuleForThisShapeIsInactive) {
   EXPECT_EQ(selectedCell(*ctx), -1);
 }
 
+TEST_F(RuntimeTest, TheScheduleDigestPinKeepsARankWithOtherExploreSettingsFromExploringApart) {
+  ContextParams params;
+  params.abiVersion = 5;
+  const std::string right = exploreDigest(
+      readExploreSettings(test::mapEnv({{"NCCL_PILOT_TUNER_EXPLORE", "0.05"}})).value(), "");
+  auto explores = [](const TunerContext& ctx) {
+    for (int i = 0; i < 400; ++i) selectedCell(ctx);
+    return ctx.explorations();
+  };
+  auto pinned = createWith(
+      {{"NCCL_PILOT_TUNER_EXPLORE", "0.05"}, {"NCCL_PILOT_TUNER_EXPLORE_DIGEST", right}}, params);
+  ASSERT_NE(pinned, nullptr);
+  EXPECT_GT(explores(*pinned), 0u);
+  EXPECT_TRUE(warns().empty());
+  // Another fraction than the launcher's: one WARN naming both digests, no exploration.
+  auto other = createWith(
+      {{"NCCL_PILOT_TUNER_EXPLORE", "0.1"}, {"NCCL_PILOT_TUNER_EXPLORE_DIGEST", right}}, params);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(explores(*other), 0u);
+  ASSERT_EQ(warns().size(), 1u);
+  EXPECT_TRUE(contains(warns()[0].message, "NCCL_PILOT_TUNER_EXPLORE_DIGEST=" + right));
+  EXPECT_TRUE(contains(warns()[0].message, "decides apart")) << warns()[0].message;
+  // Strict: the communicator's init fails instead.
+  TunerRuntime strict(test::mapEnv({{"NCCL_PILOT_TUNER_EXPLORE", "0.1"},
+                                    {"NCCL_PILOT_TUNER_EXPLORE_DIGEST", right},
+                                    {"NCCL_PILOT_TUNER_STRICT", "1"}}));
+  auto failed = strict.createContext(params, std::make_unique<test::RecordingLogger>(sink_));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(contains(failed.error(), "is not this rank's schedule digest"));
+}
+
 }  // namespace
 }  // namespace pilot::tuner

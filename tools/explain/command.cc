@@ -22,6 +22,7 @@
 #include "pilot/core/text.h"
 #include "pilot/topology/fabric.h"
 #include "pilot/tuner/compiled_table.h"
+#include "pilot/tuner/exploration.h"
 
 namespace pilot::cli {
 namespace {
@@ -36,6 +37,7 @@ struct ExplainOptions {
   std::string nccl;
   std::string fabric;
   bool digest = false;
+  std::string explore;  ///< with --digest: the schedule digest for this NCCL_PILOT_TUNER_EXPLORE
   std::vector<std::string> enable;
   std::vector<std::string> disable;
   std::string plugin;
@@ -234,7 +236,20 @@ int printDigest(const ExplainOptions& opts) {
   TunerLogOptions ignored;
   auto table = loadTable(opts.table, ignored);
   if (!table.ok()) return reportError(table.error());
-  std::cout << table->sha256.substr(0, 16) << "\n";
+  if (opts.explore.empty()) {
+    std::cout << table->sha256.substr(0, 16) << "\n";
+    return 0;
+  }
+  // Read as the tuner reads NCCL_PILOT_TUNER_EXPLORE, so both give one digest.
+  const std::string value = opts.explore;
+  auto settings = tuner::readExploreSettings([&value](const char* name) {
+    return std::string(name) == setting::kTunerExplore ? std::optional<std::string>(value)
+                                                       : std::nullopt;
+  });
+  if (!settings.ok()) return reportError("--explore: " + settings.error(), kExitUsage);
+  if (!settings.value().on())
+    return reportError("--explore 0 explores nothing: no schedule", kExitUsage);
+  std::cout << tuner::exploreDigest(settings.value(), table->sha256) << "\n";
   return 0;
 }
 
@@ -328,6 +343,10 @@ Command addExplainCommand(CLI::App& app) {
   sub->add_flag("--digest", opts->digest,
                 "Only print the table's SHA-256 (16 hex digits), the value a launcher exports "
                 "as NCCL_PILOT_TUNER_TABLE_SHA256");
+  sub->add_option("--explore", opts->explore,
+                  "With --digest: print instead the schedule digest (8 hex digits) of this "
+                  "NCCL_PILOT_TUNER_EXPLORE with the table, the value a launcher exports as "
+                  "NCCL_PILOT_TUNER_EXPLORE_DIGEST");
   sub->add_option("--coll", opts->coll,
                   std::string("Collective: ") + tuner::collectiveNameList() + " (required)");
   sub->add_option("--nodes", opts->nodes, "Nodes in the communicator (required)")

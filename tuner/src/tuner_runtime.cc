@@ -379,41 +379,64 @@ Expected<std::unique_ptr<TunerContext>> TunerRuntime::createContext(
   std::unique_ptr<Explorer> explorer;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    explorer = explorerFor(*loaded_, params, *logger);
+    auto made = explorerFor(*loaded_, params, *logger);
+    if (!made.ok()) return Error{made.error()};
+    explorer = std::move(made.value());
   }
   return std::make_unique<TunerContext>(std::move(compiled), std::move(logger), trace,
                                         std::move(explorer));
 }
 
-std::unique_ptr<Explorer> TunerRuntime::explorerFor(const Loaded& loaded,
-                                                    const ContextParams& params,
-                                                    Logger& logger) const {
-  if (!loaded.enabled || !loaded.explore.on()) return nullptr;
+Expected<std::unique_ptr<Explorer>> TunerRuntime::explorerFor(const Loaded& loaded,
+                                                              const ContextParams& params,
+                                                              Logger& logger) const {
+  if (!loaded.enabled || !loaded.explore.on()) return std::unique_ptr<Explorer>();
   if (params.abiVersion < 3) {
     PILOT_LOG(logger, Info, subsys::Init | subsys::Tuning,
               "%s is set, but tuner ABI v2 (NCCL 2.21) passes no cost table to bound the "
               "alternatives: no exploration",
               setting::kTunerExplore);
-    return nullptr;
+    return std::unique_ptr<Explorer>();
   }
   if (readText(env_, setting::kNcclAlgo) || readText(env_, setting::kNcclProto)) {
     PILOT_LOG(logger, Info, subsys::Init | subsys::Tuning,
               "%s is set, but so is NCCL_ALGO or NCCL_PROTO: the user's choice holds, no "
               "exploration",
               setting::kTunerExplore);
-    return nullptr;
+    return std::unique_ptr<Explorer>();
   }
   const std::string tableSha = loaded.table ? loaded.table->sha256 : "";
+  const std::string digest = exploreDigest(loaded.explore, tableSha);
+  // The pin, as the table's: a rank whose schedule would differ from the launcher's says so
+  // (and, strict, fails) rather than explore apart from the others.
+  if (auto pinned = readText(env_, setting::kTunerExploreDigest);
+      pinned && text::toLower(*pinned) != digest) {
+    const std::string problem =
+        std::string(setting::kTunerExploreDigest) + "=" + pinned->substr(0, 40) +
+        " is not this rank's schedule digest " + digest + " (" + setting::kTunerExplore + "=" +
+        readText(env_, setting::kTunerExplore).value_or("") + ", table " +
+        (tableSha.empty() ? "none" : tableSha.substr(0, kLoggedDigest)) + ")";
+    if (strictMode()) return Error{problem + " and " + setting::kTunerStrict + "=1"};
+    PILOT_LOG(logger, Warn, subsys::Init | subsys::Tuning,
+              "%s; no exploration on this rank, which now decides apart from ranks that explore "
+              "(set %s=1 to fail instead)",
+              problem.c_str(), setting::kTunerStrict);
+    return std::unique_ptr<Explorer>();
+  }
   PILOT_LOG(logger, Info, subsys::Init | subsys::Tuning,
             "communicator %llu ranks on %llu nodes: exploring %g of the calls of each "
             "(collective, size), alternatives within %gx of NCCL's predicted cost; schedule "
             "digest %s (the fraction, the bound and table %s: it must be the same on every rank)",
             static_cast<unsigned long long>(params.nRanks),
             static_cast<unsigned long long>(params.nNodes), loaded.explore.fraction,
-            static_cast<double>(loaded.explore.costBound),
-            exploreDigest(loaded.explore, tableSha).c_str(),
+            static_cast<double>(loaded.explore.costBound), digest.c_str(),
             tableSha.empty() ? "none" : tableSha.substr(0, kLoggedDigest).c_str());
   return std::make_unique<Explorer>(loaded.explore, params.commId);
+}
+
+bool TunerRuntime::strictMode() const {
+  auto strict = readBool(env_, setting::kTunerStrict, false);
+  return strict.ok() && strict.value();
 }
 
 std::shared_ptr<const CompiledTable> TunerRuntime::compileLocked(const Loaded& loaded,

@@ -49,6 +49,7 @@ constexpr const char* kTunerEnable = "NCCL_PILOT_TUNER";
 constexpr const char* kTunerTableSha256 = "NCCL_PILOT_TUNER_TABLE_SHA256";
 constexpr const char* kTunerFabric = "NCCL_PILOT_TUNER_FABRIC";
 constexpr const char* kTunerExplore = "NCCL_PILOT_TUNER_EXPLORE";
+constexpr const char* kTunerExploreDigest = "NCCL_PILOT_TUNER_EXPLORE_DIGEST";
 constexpr const char* kNcclAlgo = "NCCL_ALGO";
 constexpr const char* kNcclProto = "NCCL_PROTO";
 constexpr const char* kNcclDebug = "NCCL_DEBUG";

@@ -191,9 +191,12 @@ class TunerRuntime {
     std::shared_ptr<const TuningTable> table;  // null: no table, NCCL decides
     ExploreSettings explore;
   };
-  /// The communicator's explorer, or null (off, ABI v2, NCCL_ALGO/NCCL_PROTO set); logs why.
-  std::unique_ptr<Explorer> explorerFor(const Loaded& loaded, const ContextParams& params,
-                                        Logger& logger) const;
+  /// The communicator's explorer, or null (off, ABI v2, NCCL_ALGO/NCCL_PROTO set, a schedule
+  /// digest other than NCCL_PILOT_TUNER_EXPLORE_DIGEST's); logs why. An error only in strict
+  /// mode with another digest.
+  Expected<std::unique_ptr<Explorer>> explorerFor(const Loaded& loaded, const ContextParams& params,
+                                                  Logger& logger) const;
+  bool strictMode() const;
   const Loaded& loadOnce(Logger& logger, const ProcessFacts& facts);
   /// Empty when NCCL_PILOT_TUNER_TABLE_SHA256 is unset or names this table; else the WARN.
   std::string digestProblem(const std::string& path, const TuningTable& table) const;

@@ -138,8 +138,10 @@ void prepareEnvironment(const ExplainOptions& opts, const CellChoice& cells, int
                         Fabric fabric) {
   setenv(setting::kTunerTable, opts.table.c_str(), 1);
   setenv(setting::kTunerFabric, fabricName(fabric), 1);
-  for (const char* name : {setting::kTunerConfigFile, setting::kTunerEnable, setting::kNcclAlgo,
-                           setting::kNcclProto, setting::kTunerTableSha256}) {
+  // Exploration off: explain shows the table's decisions, not a job's explorations.
+  for (const char* name :
+       {setting::kTunerConfigFile, setting::kTunerEnable, setting::kNcclAlgo, setting::kNcclProto,
+        setting::kTunerTableSha256, setting::kTunerExplore, setting::kTunerExploreDigest}) {
     unsetenv(name);
   }
   if (abi != 2) return;  // from v3 on, exclusions reach the tuner as IGNORE cells only

@@ -76,6 +76,13 @@ TEST(Explorer, TheFractionOfEachSizesCallsExploresInProportion) {
   }
 }
 
+TEST(Explorer, ATinyFractionExploresRarelyAndNeverOverflowsItsGap) {
+  Explorer e(at(1e-12), 3);
+  int explored = 0;
+  for (int i = 0; i < 100000; ++i) explored += e.due() ? 1 : 0;
+  EXPECT_LE(explored, 1);
+}
+
 TEST(Explorer, TheSameInputsGiveTheSameScheduleAndSizesDoNotExploreInTheSameStep) {
   Explorer a(at(0.05), 7), b(at(0.05), 7), other(at(0.05), 8);
   const std::vector<float> costs = costTable();

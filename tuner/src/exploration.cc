@@ -1,5 +1,6 @@
 #include "pilot/tuner/exploration.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "pilot/core/sha256.h"
@@ -51,7 +52,10 @@ std::string exploreDigest(const ExploreSettings& settings, const std::string& ta
 
 Explorer::Explorer(const ExploreSettings& settings, uint64_t commId)
     : commId_(commId),
-      gapRange_(settings.on() ? static_cast<uint64_t>(2.0 / settings.fraction - 0.5) : 1),
+      // At most 2^32 - 1, so that gapAfter's product stays in 64 bits (fractions below 5e-10).
+      gapRange_(settings.on()
+                    ? static_cast<uint64_t>(std::min(2.0 / settings.fraction - 0.5, 4294967295.0))
+                    : 1),
       costBound_(settings.costBound),
       commSalt_(mix(commId)),
       next_(settings.on() ? gapAfter(~uint64_t{0}) - 1 : ~uint64_t{0}),

@@ -3,21 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "pilot/core/mix.h"
 #include "pilot/core/sha256.h"
 #include "pilot/core/text.h"
 #include "pilot/tuner/graph_capture.h"
 
 namespace pilot::tuner {
 namespace {
-
-/// SplitMix64's finalizer: a fixed, platform-independent mix (the schedule must be identical
-/// on every rank, so no std::hash).
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 /// Set bits, without the libgcc call __builtin_popcount makes for a baseline x86-64 target.
 uint32_t countBits(uint32_t v) {
@@ -57,18 +49,18 @@ Explorer::Explorer(const ExploreSettings& settings, uint64_t commId)
                     ? static_cast<uint64_t>(std::min(2.0 / settings.fraction - 0.5, 4294967295.0))
                     : 1),
       costBound_(settings.costBound),
-      commSalt_(mix(commId)),
+      commSalt_(mix64(commId)),
       next_(settings.on() ? gapAfter(~uint64_t{0}) - 1 : ~uint64_t{0}),
       sets_(new Set[kKeys / kWays]) {}
 
 uint64_t Explorer::keyOf(int collType, uint64_t nBytes) const noexcept {
-  return mix(commSalt_ ^ ((nBytes << 4) + static_cast<uint64_t>(collType & 0xf))) | 1;
+  return mix64(commSalt_ ^ ((nBytes << 4) + static_cast<uint64_t>(collType & 0xf))) | 1;
 }
 
 uint64_t Explorer::gapAfter(uint64_t n) const noexcept {
   // 1 + floor(u x range) for u uniform in [0, 1) from the hash: 1 .. range, mean (range + 1) / 2
   // = 1 / fraction. Integers only: the same on every rank.
-  return 1 + (((mix(commSalt_ + n) >> 32) * gapRange_) >> 32);
+  return 1 + (((mix64(commSalt_ + n) >> 32) * gapRange_) >> 32);
 }
 
 bool Explorer::dueAt(uint64_t n) noexcept {

@@ -2,22 +2,21 @@
 
 #include <atomic>
 
+#include "pilot/core/mix.h"
+
 namespace pilot::tuner {
 namespace {
 
 constexpr unsigned kSlots = 256;
 
-// Zero-initialised statics (no constructor runs at dlopen). A slot holds commId + 1's mix so
-// that commId 0 is storable; `full` makes every lookup say yes once no slot is left.
+// Zero-initialised statics (no constructor runs at dlopen). A slot holds the commId's mix (0, a
+// free slot, becomes 1); `full` makes every lookup say yes once no slot is left.
 std::atomic<uint64_t> slots[kSlots];
 std::atomic<bool> full{false};
 std::atomic<bool> any{false};  // no communicator captured anything: the common answer, one load
 
 uint64_t tag(uint64_t commId) {
-  uint64_t x = commId + 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x ^= x >> 31;
+  const uint64_t x = mix64(commId);
   return x == 0 ? 1 : x;
 }
 

@@ -1,5 +1,6 @@
 #include "pilot/metrics/comm_monitor.h"
 
+#include "pilot/core/mix.h"
 #include "pilot/core/text.h"
 #include "pilot/tuner/attribution.h"
 
@@ -45,9 +46,35 @@ const char* skipName(Skip s) {
   return "other";
 }
 
+const char* groupOutcomeName(GroupOutcome o) {
+  switch (o) {
+    case GroupOutcome::AlltoAll:
+      return "alltoall";
+    case GroupOutcome::Partial:
+      return "partial";
+    case GroupOutcome::Untracked:
+      return "untracked";
+    case GroupOutcome::Count:
+      break;
+  }
+  return "other";
+}
+
+uint64_t CommMonitor::peerHash(int peer) {
+  return mix64(static_cast<uint64_t>(static_cast<uint32_t>(peer)) + 1);
+}
+
 CommMonitor::CommMonitor(CommIdentity identity, const MetricsSettings& settings,
                          tuner::TunerRuntime::Compiled table)
     : identity_(std::move(identity)), settings_(settings), table_(std::move(table)) {
+  const int ranks = identity_.nRanks > 0 ? identity_.nRanks : 0;
+  peerWords_ = (static_cast<size_t>(ranks) + 63) / 64;
+  // Value-initialized: every bit clear.
+  sentTo_ = std::make_unique<std::atomic<uint64_t>[]>(peerWords_);
+  receivedFrom_ = std::make_unique<std::atomic<uint64_t>[]>(peerWords_);
+  for (int r = 0; r < ranks; ++r) {
+    if (r != identity_.rank) peerHashOfOthers_ += peerHash(r);
+  }
   if (!table_.compiled) return;
   const size_t n = table_.compiled->ruleCount();
   curves_.reserve(n);
@@ -63,6 +90,26 @@ CommMonitor::CommMonitor(CommIdentity identity, const MetricsSettings& settings,
     }
     ordinals_.push_back(ordinal);
   }
+}
+
+void CommMonitor::notePeer(Operation op, int peer) {
+  if (peer < 0 || peer >= identity_.nRanks || peer == identity_.rank) return;
+  std::atomic<uint64_t>* words = op == Operation::Send ? sentTo_.get() : receivedFrom_.get();
+  std::atomic<uint64_t>& word = words[static_cast<size_t>(peer) / 64];
+  const uint64_t bit = uint64_t{1} << (peer % 64);
+  // Loaded first: after the first exchanges every peer's bit is set, and a load shares the line.
+  if ((word.load(std::memory_order_relaxed) & bit) == 0) {
+    word.fetch_or(bit, std::memory_order_relaxed);
+  }
+}
+
+unsigned CommMonitor::peers(Operation op) const {
+  const std::atomic<uint64_t>* words = op == Operation::Send ? sentTo_.get() : receivedFrom_.get();
+  unsigned n = 0;
+  for (size_t i = 0; i < peerWords_; ++i) {
+    n += static_cast<unsigned>(__builtin_popcountll(words[i].load(std::memory_order_relaxed)));
+  }
+  return n;
 }
 
 void CommMonitor::release() {
@@ -95,8 +142,10 @@ double CommMonitor::expectedNs(uint16_t decision, Operation op, uint64_t message
 }
 
 unsigned CommMonitor::keyIndex(uint64_t key) {
+  static_assert(kSlots == 256 && kMaxKeys < 255,
+                "the slot is the hash's top byte; index + 1 a byte");
   uint64_t h = (key + 1) * 0x9E3779B97F4A7C15ull;
-  unsigned slot = static_cast<unsigned>(h >> 57) % kSlots;  // kSlots = 128
+  unsigned slot = static_cast<unsigned>(h >> 56);
   for (unsigned probe = 0; probe < kSlots; ++probe, slot = (slot + 1) % kSlots) {
     uint64_t word = slots_[slot].load(std::memory_order_acquire);
     if (word == 0) {

@@ -11,7 +11,7 @@ constexpr auto kAcquire = std::memory_order_acquire;
 constexpr auto kRelease = std::memory_order_release;
 constexpr auto kAcqRel = std::memory_order_acq_rel;
 
-// Handle layout: magic (8 bits) | generation (24) | slot (24) | channel + 1 (8; 0 = the Coll).
+// Handle layout: magic (8 bits) | generation (24) | slot (24) | lane + 1 (8; 0 = the task).
 // The magic sits where a user-space pointer has zeros, so no pointer NCCL or another process
 // hands us decodes as ours.
 constexpr uint64_t kMagic = 0xB7;
@@ -33,19 +33,24 @@ uint64_t allChannels(unsigned n) {
 struct EventPath::Slot {
   std::atomic<uint32_t> generation{0};
   std::atomic<uint32_t> refs{0};
-  std::atomic<uint32_t> collStopped{0};
-  std::atomic<uint32_t> nextFree{0};  // index + 1 of the next free slot
-  std::atomic<uint64_t> started{0}, stopped{0}, timed{0};
+  std::atomic<uint32_t> taskStopped{0};
+  std::atomic<uint32_t> nextFree{0};           // index + 1 of the next free slot
+  std::atomic<uint32_t> lanes{0};              // kernel channels that took a lane
+  std::atomic<uint64_t> channelsSeen{0};       // NCCL's channel ids, to refuse a second start
+  std::atomic<uint64_t> stopped{0}, timed{0};  // per lane
   std::atomic<uint64_t> maxNs{0};
+  std::atomic<uint64_t> lastStop{0};  // for a group's span: the latest GPU stop of any lane
   std::atomic<CommMonitor*> comm{nullptr};
-  // Written before the Coll's handle is published (generation, release), then only read.
+  // Written before the task's handle is published (generation, release), then only read.
+  TaskKind kind = TaskKind::Collective;
+  uint32_t group = detail::GroupTable::kNone;
   uint64_t messageBytes = 0;
   double busBytes = 0;
   double expectedNs = 0;
   unsigned keyIndex = 0;
   unsigned sampleSlot = CallSamples::kNoKey;
   unsigned nChannels = 0;
-  // channelStart[c] is written and read by the thread that reports channel c.
+  // channelStart[lane] is written by the thread that reports that lane's channel.
   uint64_t channelStart[kMaxChannels] = {};
 };
 
@@ -115,6 +120,7 @@ EventPath::Slot* EventPath::acquire(uint32_t* index) {
 void EventPath::release(Slot& slot, uint32_t index) {
   if (slot.refs.fetch_sub(1, kAcqRel) != 1) return;
   CommMonitor* comm = slot.comm.exchange(nullptr, kAcqRel);
+  const uint32_t group = slot.group;
   // A new generation first: from here every handle of the old one is stale.
   slot.generation.fetch_add(1, kAcqRel);
   inUse_.fetch_sub(1, kRelaxed);
@@ -124,6 +130,7 @@ void EventPath::release(Slot& slot, uint32_t index) {
     slot.nextFree.store(static_cast<uint32_t>(head), kRelaxed);
     mine = ((head >> 32) + 1) << 32 | (index + 1);
   } while (!freeHead_.compare_exchange_weak(head, mine, kRelease, kRelaxed));
+  if (group != detail::GroupTable::kNone) groups_.drop(group);
   if (comm != nullptr) comm->release();
 }
 
@@ -155,7 +162,7 @@ void* EventPath::startCollective(CommMonitor& comm, const CollEvent& e) {
   Operation op;
   const unsigned elementBytes = datatypeBytes(e.datatype);
   uint64_t bytes = 0;
-  if (!parseOperation(e.func, &op) || elementBytes == 0 ||
+  if (!parseOperation(e.func, &op) || isPointToPoint(op) || elementBytes == 0 ||
       __builtin_mul_overflow(static_cast<uint64_t>(e.count), elementBytes, &bytes)) {
     comm.count(Skip::Unknown);
     return nullptr;
@@ -180,28 +187,88 @@ void* EventPath::startCollective(CommMonitor& comm, const CollEvent& e) {
   key.protocol = parseProtocolIndex(e.proto);
   key.channels = static_cast<uint8_t>(e.nChannels);
   key.decision = comm.decide(op, bytes, key.algorithm, key.protocol, static_cast<int>(e.nChannels));
+  void* handle =
+      publish(comm, TaskKind::Collective, key, bytes, busBytes(op, bytes, comm.identity().nRanks),
+              e.nChannels, detail::GroupTable::kNone);
+  if (handle == nullptr) comm.count(Skip::NoSlot);
+  return handle;
+}
 
-  uint32_t index = 0;
-  Slot* slot = acquire(&index);
-  if (slot == nullptr) {
-    comm.count(Skip::NoSlot);
+void* EventPath::startP2p(CommMonitor& comm, const P2pEvent& e) {
+  comm.countSeen(TaskKind::P2p);
+  Operation op;
+  const unsigned elementBytes = datatypeBytes(e.datatype);
+  uint64_t bytes = 0;
+  if (!parseOperation(e.func, &op) || !isPointToPoint(op) || elementBytes == 0 ||
+      __builtin_mul_overflow(static_cast<uint64_t>(e.count), elementBytes, &bytes)) {
+    comm.count(Skip::Unknown, TaskKind::P2p);
     return nullptr;
   }
+  comm.notePeer(op, e.peer);
+  const MetricsSettings& s = comm.settings();
+  // A group is sampled whole (its ticket counts the opening thread's groups), or its exchange
+  // could never be complete; an operation outside a group by the communicator's count.
+  const uint64_t ticket = detail::GroupTable::ticketOf(e.group);
+  const uint64_t sequence = ticket != 0 ? ticket : comm.seen(TaskKind::P2p);
+  if (s.sample > 1 && sequence % s.sample != 0) {
+    comm.count(Skip::SampledOut, TaskKind::P2p);
+    return nullptr;
+  }
+  const uint32_t group = groups_.join(e.group, comm);
+  Skip skip = Skip::Count;
+  if (bytes == 0 || bytes < s.minBytes) {
+    skip = Skip::BelowMinBytes;
+  } else if (e.nChannels == 0 || e.nChannels > kMaxChannels) {
+    skip = Skip::NoChannels;
+  }
+  void* handle = nullptr;
+  if (skip == Skip::Count) {
+    KeyFields key;
+    key.op = op;
+    key.bucket = static_cast<uint8_t>(sizeBucket(bytes));
+    key.channels = static_cast<uint8_t>(e.nChannels);
+    handle = publish(comm, TaskKind::P2p, key, bytes, busBytes(op, bytes, comm.identity().nRanks),
+                     e.nChannels, group);
+    if (handle == nullptr) skip = Skip::NoSlot;
+  }
+  if (group != detail::GroupTable::kNone) {
+    groups_.addOperation(group, op, e.peer, bytes, e.nChannels);
+    if (handle == nullptr) {
+      // The group's reference the slot would have carried; the group can no longer be timed.
+      groups_.spoil(group);
+      groups_.drop(group);
+    }
+  }
+  if (handle == nullptr) comm.count(skip, TaskKind::P2p);
+  return handle;
+}
+
+void* EventPath::publish(CommMonitor& comm, TaskKind kind, const KeyFields& key, uint64_t bytes,
+                         double busBytes, unsigned channels, uint32_t group) {
+  uint32_t index = 0;
+  Slot* slot = acquire(&index);
+  if (slot == nullptr) return nullptr;
   comm.retain();
   slot->comm.store(&comm, kRelaxed);
+  slot->kind = kind;
+  slot->group = group;
   slot->messageBytes = bytes;
-  slot->busBytes = busBytes(op, bytes, comm.identity().nRanks);
-  slot->expectedNs = comm.expectedNs(key.decision, op, bytes);
+  slot->busBytes = busBytes;
+  slot->expectedNs = comm.expectedNs(key.decision, key.op, bytes);
   slot->keyIndex = comm.keyIndex(key.pack());
-  slot->sampleSlot = comm.samples().slotOf(
-      {op, bytes, key.algorithm, key.protocol, static_cast<uint8_t>(e.nChannels)});
-  slot->nChannels = e.nChannels;
-  slot->started.store(0, kRelaxed);
+  slot->sampleSlot = kind == TaskKind::Collective
+                         ? comm.samples().slotOf({key.op, bytes, key.algorithm, key.protocol,
+                                                  static_cast<uint8_t>(channels)})
+                         : CallSamples::kNoKey;
+  slot->nChannels = channels;
+  slot->lanes.store(0, kRelaxed);
+  slot->channelsSeen.store(0, kRelaxed);
   slot->stopped.store(0, kRelaxed);
   slot->timed.store(0, kRelaxed);
   slot->maxNs.store(0, kRelaxed);
-  slot->collStopped.store(0, kRelaxed);
-  slot->refs.store(1 + e.nChannels, kRelaxed);
+  slot->lastStop.store(0, kRelaxed);
+  slot->taskStopped.store(0, kRelaxed);
+  slot->refs.store(1 + channels, kRelaxed);
   // Publishes the fields above to whichever thread decodes this generation's handles.
   const uint32_t generation = slot->generation.load(kRelaxed);
   slot->generation.store(generation, kRelease);
@@ -209,23 +276,26 @@ void* EventPath::startCollective(CommMonitor& comm, const CollEvent& e) {
 }
 
 void* EventPath::startKernelChannel(void* parent, unsigned channel, uint64_t gpuStart) {
-  if (parent == nullptr) return nullptr;  // a collective we did not measure
+  if (parent == nullptr) return nullptr;  // a task we did not measure
   unsigned c = 0;
   uint32_t index = 0;
   Slot* slot = decode(parent, &c, &index);
   if (slot == nullptr) return nullptr;
   CommMonitor* comm = slot->comm.load(kRelaxed);
-  if (c != 0 || channel >= slot->nChannels) {
-    if (comm != nullptr) comm->count(Skip::IgnoredKernel);
+  const TaskKind kind = slot->kind;
+  // One lane per distinct channel id, as many as NCCL announced: a second start for a channel,
+  // or one channel too many, is ignored.
+  const uint64_t bit = channel < kMaxChannels ? uint64_t{1} << channel : 0;
+  uint32_t lane = UINT32_MAX;
+  if (c == 0 && bit != 0 && (slot->channelsSeen.fetch_or(bit, kAcqRel) & bit) == 0) {
+    lane = slot->lanes.fetch_add(1, kAcqRel);
+  }
+  if (lane >= slot->nChannels) {
+    if (comm != nullptr) comm->count(Skip::IgnoredKernel, kind);
     return nullptr;
   }
-  const uint64_t bit = uint64_t{1} << channel;
-  if (slot->started.fetch_or(bit, kAcqRel) & bit) {
-    if (comm != nullptr) comm->count(Skip::IgnoredKernel);  // a second start for the channel
-    return nullptr;
-  }
-  slot->channelStart[channel] = gpuStart;
-  return encode(slot->generation.load(kRelaxed), index, channel + 1);
+  slot->channelStart[lane] = gpuStart;
+  return encode(slot->generation.load(kRelaxed), index, lane + 1);
 }
 
 void EventPath::recordKernelChannelStop(void* handle, uint64_t gpuStop) {
@@ -240,6 +310,11 @@ void EventPath::recordKernelChannelStop(void* handle, uint64_t gpuStop) {
   uint64_t current = slot->maxNs.load(kRelaxed);
   while (ns > current && !slot->maxNs.compare_exchange_weak(current, ns, kRelaxed)) {
   }
+  if (slot->group != detail::GroupTable::kNone) {
+    current = slot->lastStop.load(kRelaxed);
+    while (gpuStop > current && !slot->lastStop.compare_exchange_weak(current, gpuStop, kRelaxed)) {
+    }
+  }
   slot->timed.fetch_or(uint64_t{1} << (c - 1), kRelease);
 }
 
@@ -248,7 +323,8 @@ void EventPath::complete(Slot& slot) {
   if (comm == nullptr) return;
   const uint64_t all = allChannels(slot.nChannels);
   if ((slot.timed.load(kAcquire) & all) != all) {
-    comm->count(Skip::Untimed);
+    comm->count(Skip::Untimed, slot.kind);
+    if (slot.group != detail::GroupTable::kNone) groups_.spoil(slot.group);
     return;
   }
   Completion c;
@@ -257,18 +333,29 @@ void EventPath::complete(Slot& slot) {
   c.busBytes = slot.busBytes;
   c.expectedNs = slot.expectedNs;
   comm->aggregate(slot.keyIndex).record(c);
-  comm->samples().record(slot.sampleSlot, c.timeNs);
-  comm->countMeasured();
+  if (slot.kind == TaskKind::Collective) comm->samples().record(slot.sampleSlot, c.timeNs);
+  comm->countMeasured(slot.kind);
+  if (slot.group != detail::GroupTable::kNone) {
+    uint64_t first = UINT64_MAX;
+    for (unsigned lane = 0; lane < slot.nChannels; ++lane) {
+      if (slot.channelStart[lane] < first) first = slot.channelStart[lane];
+    }
+    groups_.addTimes(slot.group, first, slot.lastStop.load(kRelaxed));
+  }
 }
 
 void EventPath::stop(void* handle) {
   if (handle == nullptr) return;
+  if (detail::GroupTable::isGroupHandle(handle)) {
+    groups_.close(handle);
+    return;
+  }
   unsigned c = 0;
   uint32_t index = 0;
   Slot* slot = decode(handle, &c, &index);
   if (slot == nullptr) return;
   if (c == 0) {
-    if (slot->collStopped.exchange(1, kAcqRel) == 0) release(*slot, index);
+    if (slot->taskStopped.exchange(1, kAcqRel) == 0) release(*slot, index);
     return;
   }
   const uint64_t bit = uint64_t{1} << (c - 1);

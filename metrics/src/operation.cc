@@ -8,8 +8,8 @@ namespace pilot::metrics {
 namespace {
 
 constexpr const char* kOperationNames[kNumOperations] = {
-    "Broadcast", "Reduce",   "AllGather", "ReduceScatter",
-    "AllReduce", "AlltoAll", "Gather",    "Scatter",
+    "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce",
+    "AlltoAll",  "Gather", "Scatter",   "Send",          "Recv",
 };
 
 struct Datatype {
@@ -73,11 +73,18 @@ uint8_t parseProtocolIndex(const char* name) {
 }
 
 const char* algorithmLabel(uint8_t index) {
+  if (index == kGroupedP2pAlgorithm) return "P2P";
   return index < tuner::kNumAlgorithms ? kAlgorithmLabels[index] : "unknown";
 }
 
 const char* protocolLabel(uint8_t index) {
   return index < tuner::kNumProtocols ? kProtocolLabels[index] : "unknown";
+}
+
+std::string algoProtoLabel(uint8_t algorithm, uint8_t protocol) {
+  // A grouped exchange's operations each pick LL or SIMPLE, which NCCL does not report.
+  if (algorithm == kGroupedP2pAlgorithm) return algorithmLabel(algorithm);
+  return std::string(algorithmLabel(algorithm)) + "_" + protocolLabel(protocol);
 }
 
 unsigned sizeBucket(uint64_t bytes) {
@@ -118,6 +125,8 @@ double busBytes(Operation op, uint64_t messageBytes, int nRanks) {
       return b * (n - 1.0);  // B·n traffic x (n-1)/n
     case Operation::Broadcast:
     case Operation::Reduce:
+    case Operation::Send:
+    case Operation::Recv:
       return b;
   }
   return 0.0;

@@ -36,7 +36,8 @@ std::string number(uint64_t v) {
 
 class Family {
  public:
-  Family(std::string* out, const char* name, const char* type, const char* help) : out_(out) {
+  Family(std::string* out, const std::string& name, const char* type, const std::string& help)
+      : out_(out) {
     *out_ += "# HELP ";
     *out_ += name;
     *out_ += ' ';
@@ -66,10 +67,17 @@ std::string orUnknown(const std::string& s) {
 
 std::string algoProto(const KeyReport& k) {
   if (k.other) return "other";
-  return std::string(algorithmLabel(k.fields.algorithm)) + "_" + protocolLabel(k.fields.protocol);
+  return algoProtoLabel(k.fields.algorithm, k.fields.protocol);
 }
 
-/// Our labels for one key of one communicator.
+/// Send and Recv keys go to the P2P series; everything else (collectives, grouped all-to-alls,
+/// the shared "other" key) to the collective series.
+bool isP2pKey(const KeyReport& k) {
+  return !k.other && isPointToPoint(k.fields.op);
+}
+
+/// Our labels for one key of one communicator: a collective's, or a Send's or Recv's (the
+/// operation as p2p_operation; no algorithm, protocol or decision: NCCL picks none for it).
 std::string keyLabels(const ProcessReport& p, const CommReport& c, const KeyReport& k,
                       const char* extraName = nullptr, const std::string& extraValue = "") {
   const CommIdentity& id = c.identity;
@@ -79,12 +87,18 @@ std::string keyLabels(const ProcessReport& p, const CommReport& c, const KeyRepo
               {"comm_name", orUnknown(id.name)},
               {"rank", std::to_string(id.rank)},
               {"nranks", std::to_string(id.nRanks)},
-              {"n_nodes", std::to_string(id.nNodes)},
-              {"collective", k.other ? "other" : operationName(k.fields.op)},
-              {"message_size", k.other ? "other" : sizeBucketLabel(k.fields.bucket)},
-              {"algo_proto", algoProto(k)},
-              {"channels", k.other ? "other" : std::to_string(k.fields.channels)},
-              {"decision", k.other ? "other" : k.decision}};
+              {"n_nodes", std::to_string(id.nNodes)}};
+  if (isP2pKey(k)) {
+    l.emplace_back("p2p_operation", operationName(k.fields.op));
+    l.emplace_back("message_size", sizeBucketLabel(k.fields.bucket));
+    l.emplace_back("channels", std::to_string(k.fields.channels));
+  } else {
+    l.emplace_back("collective", k.other ? "other" : operationName(k.fields.op));
+    l.emplace_back("message_size", k.other ? "other" : sizeBucketLabel(k.fields.bucket));
+    l.emplace_back("algo_proto", algoProto(k));
+    l.emplace_back("channels", k.other ? "other" : std::to_string(k.fields.channels));
+    l.emplace_back("decision", k.other ? "other" : k.decision);
+  }
   if (extraName != nullptr) l.emplace_back(extraName, extraValue);
   return labelText(l);
 }
@@ -102,91 +116,126 @@ std::string commLabels(const ProcessReport& p, const CommReport& c, const char* 
 
 /// Inspector's series: one per label set, over the interval (keys that differ only in what
 /// Inspector does not label, channels and decision, or communicators sharing a name, merge).
+/// Send and Recv have their own two series, labelled by p2p_operation instead of collective and
+/// without algo_proto, as Inspector writes them.
 void renderInspector(std::string* out, const ProcessReport& p) {
-  std::map<std::string, KeyTotals> buckets;
+  std::map<std::string, KeyTotals> collectives, p2p;
   for (const CommReport& c : p.comms) {
     const CommIdentity& id = c.identity;
     const std::string version = "v" + std::to_string(id.abiVersion) + ".1";
     for (const KeyReport& k : c.keys) {
       if (k.interval.calls == 0) continue;
-      const std::string labels =
-          labelText({{"version", version},
-                     {"slurm_job_id", p.slurmJobId.empty() ? "unknown" : p.slurmJobId},
-                     {"node", p.node},
-                     {"gpu", orUnknown(id.gpu)},
-                     {"comm_name", orUnknown(id.name)},
-                     {"n_nodes", std::to_string(id.nNodes)},
-                     {"nranks", std::to_string(id.nRanks)},
-                     {"collective", k.other ? "other" : operationName(k.fields.op)},
-                     {"message_size", k.other ? "other" : sizeBucketLabel(k.fields.bucket)},
-                     {"algo_proto", algoProto(k)}});
-      buckets[labels].add(k.interval);
+      Labels l = {{"version", version},
+                  {"slurm_job_id", p.slurmJobId.empty() ? "unknown" : p.slurmJobId},
+                  {"node", p.node},
+                  {"gpu", orUnknown(id.gpu)},
+                  {"comm_name", orUnknown(id.name)},
+                  {"n_nodes", std::to_string(id.nNodes)},
+                  {"nranks", std::to_string(id.nRanks)}};
+      if (isP2pKey(k)) {
+        l.emplace_back("p2p_operation", operationName(k.fields.op));
+        l.emplace_back("message_size", sizeBucketLabel(k.fields.bucket));
+        p2p[labelText(l)].add(k.interval);
+      } else {
+        l.emplace_back("collective", k.other ? "other" : operationName(k.fields.op));
+        l.emplace_back("message_size", k.other ? "other" : sizeBucketLabel(k.fields.bucket));
+        l.emplace_back("algo_proto", algoProto(k));
+        collectives[labelText(l)].add(k.interval);
+      }
     }
   }
-  Family bw(out, "nccl_bus_bandwidth_gbs", "gauge",
-            "Bus bandwidth in GB/s (NCCL Inspector's series: geometric mean over the collectives "
-            "completed since the previous write)");
-  for (const auto& [labels, t] : buckets) {
-    const double gm = t.busCalls > 0 ? std::exp(t.logBusGbs / static_cast<double>(t.busCalls)) : 0;
-    bw.sample("nccl_bus_bandwidth_gbs", labels, number(gm));
+  struct Kind {
+    const std::map<std::string, KeyTotals>& buckets;
+    const char *bandwidth, *time, *what;
+  };
+  for (const Kind& kind : {Kind{collectives, "nccl_bus_bandwidth_gbs",
+                                "nccl_collective_exec_time_microseconds", "collectives"},
+                           Kind{p2p, "nccl_p2p_bus_bandwidth_gbs",
+                                "nccl_p2p_exec_time_microseconds", "Send/Recv operations"}}) {
+    Family bw(out, kind.bandwidth, "gauge",
+              std::string("Bus bandwidth in GB/s (NCCL Inspector's series: geometric mean over "
+                          "the ") +
+                  kind.what + " completed since the previous write)");
+    for (const auto& [labels, t] : kind.buckets) {
+      const double gm =
+          t.busCalls > 0 ? std::exp(t.logBusGbs / static_cast<double>(t.busCalls)) : 0;
+      bw.sample(kind.bandwidth, labels, number(gm));
+    }
+    Family exec(out, kind.time, "gauge",
+                std::string("Kernel execution time in microseconds (NCCL Inspector's series: "
+                            "mean over the ") +
+                    kind.what + " completed since the previous write)");
+    for (const auto& [labels, t] : kind.buckets) {
+      const double mean = static_cast<double>(t.timeNs) / static_cast<double>(t.calls) / 1000.0;
+      exec.sample(kind.time, labels, number(mean));
+    }
   }
-  Family exec(out, "nccl_collective_exec_time_microseconds", "gauge",
-              "Kernel execution time in microseconds (NCCL Inspector's series: mean over the "
-              "collectives completed since the previous write)");
-  for (const auto& [labels, t] : buckets) {
-    const double mean = static_cast<double>(t.timeNs) / static_cast<double>(t.calls) / 1000.0;
-    exec.sample("nccl_collective_exec_time_microseconds", labels, number(mean));
+}
+
+/// Our cumulative series per key: collectives' (nccl_pilot_collective_*) or Send/Recv's
+/// (nccl_pilot_p2p_*).
+void renderKeyFamilies(std::string* out, const ProcessReport& p, bool pointToPoint) {
+  const std::string prefix = pointToPoint ? "nccl_pilot_p2p" : "nccl_pilot_collective";
+  const std::string what = pointToPoint ? "Send/Recv operations" : "collectives";
+  const auto forKeys = [&](auto&& emit) {
+    for (const CommReport& c : p.comms) {
+      for (const KeyReport& k : c.keys) {
+        if (isP2pKey(k) == pointToPoint) emit(c, k);
+      }
+    }
+  };
+  {
+    const std::string name = prefix + "_calls_total";
+    Family f(out, name, "counter",
+             "Measured " + what + " (timed on the GPU) since the communicator was created");
+    forKeys([&](const CommReport& c, const KeyReport& k) {
+      f.sample(name, keyLabels(p, c, k), number(k.total.calls));
+    });
+  }
+  {
+    const std::string name = prefix + "_time_seconds";
+    Family f(out, name, "histogram",
+             std::string("Kernel time per ") + (pointToPoint ? "operation" : "collective") +
+                 ": the longest channel's GPU stop minus start");
+    forKeys([&](const CommReport& c, const KeyReport& k) {
+      uint64_t cumulative = 0;
+      for (unsigned octave = 0; octave <= kOctaves; ++octave) {
+        // le = 2^octave us holds bins 0 .. 2*octave exactly (histogram.h).
+        for (unsigned b = octave == 0 ? 0 : 2 * octave - 1; b <= 2 * octave; ++b) {
+          cumulative += k.total.bins[b];
+        }
+        const std::string le = number(std::ldexp(1e-6, static_cast<int>(octave)));
+        f.sample(name + "_bucket", keyLabels(p, c, k, "le", le), number(cumulative));
+      }
+      f.sample(name + "_bucket", keyLabels(p, c, k, "le", "+Inf"), number(k.total.calls));
+      f.sample(name + "_sum", keyLabels(p, c, k),
+               number(static_cast<double>(k.total.timeNs) * 1e-9));
+      f.sample(name + "_count", keyLabels(p, c, k), number(k.total.calls));
+    });
+  }
+  {
+    const std::string name = prefix + "_bytes_total";
+    Family f(out, name, "counter",
+             "Message bytes (count x element size, per rank) of the measured " + what);
+    forKeys([&](const CommReport& c, const KeyReport& k) {
+      f.sample(name, keyLabels(p, c, k), number(k.total.messageBytes));
+    });
+  }
+  {
+    // The collectives' series predates the prefixes: its name stays.
+    const std::string name = pointToPoint ? "nccl_pilot_p2p_bus_bandwidth_bytes_per_second"
+                                          : "nccl_pilot_bus_bandwidth_bytes_per_second";
+    Family f(out, name, "gauge",
+             "Bus bandwidth (nccl-tests' factors; 1 for a Send or Recv) of all measured " + what +
+                 ": bus bytes over kernel time, since the communicator was created");
+    forKeys([&](const CommReport& c, const KeyReport& k) {
+      f.sample(name, keyLabels(p, c, k), number(busGbs(k.total) * 1e9));
+    });
   }
 }
 
 void renderKeys(std::string* out, const ProcessReport& p) {
-  {
-    Family f(out, "nccl_pilot_collective_calls_total", "counter",
-             "Collectives measured (timed on the GPU) since the communicator was created");
-    for (const CommReport& c : p.comms)
-      for (const KeyReport& k : c.keys)
-        f.sample("nccl_pilot_collective_calls_total", keyLabels(p, c, k), number(k.total.calls));
-  }
-  {
-    const char* name = "nccl_pilot_collective_time_seconds";
-    Family f(out, name, "histogram",
-             "Kernel time per collective: the longest channel's GPU stop minus start");
-    for (const CommReport& c : p.comms) {
-      for (const KeyReport& k : c.keys) {
-        uint64_t cumulative = 0;
-        for (unsigned octave = 0; octave <= kOctaves; ++octave) {
-          // le = 2^octave us holds bins 0 .. 2*octave exactly (histogram.h).
-          for (unsigned b = octave == 0 ? 0 : 2 * octave - 1; b <= 2 * octave; ++b) {
-            cumulative += k.total.bins[b];
-          }
-          const std::string le = number(std::ldexp(1e-6, static_cast<int>(octave)));
-          f.sample(std::string(name) + "_bucket", keyLabels(p, c, k, "le", le), number(cumulative));
-        }
-        f.sample(std::string(name) + "_bucket", keyLabels(p, c, k, "le", "+Inf"),
-                 number(k.total.calls));
-        f.sample(std::string(name) + "_sum", keyLabels(p, c, k),
-                 number(static_cast<double>(k.total.timeNs) * 1e-9));
-        f.sample(std::string(name) + "_count", keyLabels(p, c, k), number(k.total.calls));
-      }
-    }
-  }
-  {
-    Family f(out, "nccl_pilot_collective_bytes_total", "counter",
-             "Message bytes (count x element size, per rank) of the measured collectives");
-    for (const CommReport& c : p.comms)
-      for (const KeyReport& k : c.keys)
-        f.sample("nccl_pilot_collective_bytes_total", keyLabels(p, c, k),
-                 number(k.total.messageBytes));
-  }
-  {
-    Family f(out, "nccl_pilot_bus_bandwidth_bytes_per_second", "gauge",
-             "Bus bandwidth (nccl-tests' factors) of all measured collectives: bus bytes over "
-             "kernel time, since the communicator was created");
-    for (const CommReport& c : p.comms)
-      for (const KeyReport& k : c.keys)
-        f.sample("nccl_pilot_bus_bandwidth_bytes_per_second", keyLabels(p, c, k),
-                 number(busGbs(k.total) * 1e9));
-  }
+  renderKeyFamilies(out, p, false);
   {
     Family f(out, "nccl_pilot_expected_time_seconds", "gauge",
              "Calibrated time per collective from the deciding rule's expect= points, "
@@ -207,20 +256,49 @@ void renderKeys(std::string* out, const ProcessReport& p) {
           f.sample("nccl_pilot_drift_ratio", keyLabels(p, c, k),
                    number(k.total.expectedNs / static_cast<double>(k.total.expectedLiveNs)));
   }
+  renderKeyFamilies(out, p, true);
+  {
+    // The count of peers, not a series per peer: a rank of a large communicator may reach
+    // thousands.
+    Family f(out, "nccl_pilot_p2p_peers", "gauge",
+             "Distinct ranks of the communicator this rank sent to (Send) or received from "
+             "(Recv)");
+    for (const CommReport& c : p.comms) {
+      f.sample("nccl_pilot_p2p_peers", commLabels(p, c, "p2p_operation", "Send"),
+               number(static_cast<uint64_t>(c.peersSentTo)));
+      f.sample("nccl_pilot_p2p_peers", commLabels(p, c, "p2p_operation", "Recv"),
+               number(static_cast<uint64_t>(c.peersReceivedFrom)));
+    }
+  }
 }
 
 void renderProcess(std::string* out, const ProcessReport& p) {
-  {
-    Family f(out, "nccl_pilot_profiler_events_total", "counter",
-             "Collectives the profiler saw, by outcome (measured, or why not)");
+  for (const bool pointToPoint : {false, true}) {
+    const char* name =
+        pointToPoint ? "nccl_pilot_profiler_p2p_events_total" : "nccl_pilot_profiler_events_total";
+    Family f(out, name, "counter",
+             std::string(pointToPoint ? "Send/Recv operations" : "Collectives") +
+                 " the profiler saw, by outcome (measured, or why not)");
     for (const CommReport& c : p.comms) {
-      f.sample("nccl_pilot_profiler_events_total", commLabels(p, c, "outcome", "seen"),
-               number(c.seen));
-      f.sample("nccl_pilot_profiler_events_total", commLabels(p, c, "outcome", "measured"),
-               number(c.measured));
+      const TaskCounts& t = pointToPoint ? c.p2p : c.collectives;
+      f.sample(name, commLabels(p, c, "outcome", "seen"), number(t.seen));
+      f.sample(name, commLabels(p, c, "outcome", "measured"), number(t.measured));
       for (int s = 0; s < static_cast<int>(Skip::Count); ++s) {
-        f.sample("nccl_pilot_profiler_events_total",
-                 commLabels(p, c, "outcome", skipName(static_cast<Skip>(s))), number(c.skipped[s]));
+        f.sample(name, commLabels(p, c, "outcome", skipName(static_cast<Skip>(s))),
+                 number(t.skipped[s]));
+      }
+    }
+  }
+  {
+    Family f(out, "nccl_pilot_p2p_groups_total", "counter",
+             "NCCL groups (kernel plans) holding Send/Recv operations, by outcome: an exchange "
+             "with every other rank measured as one AlltoAll, partial (fewer peers, or an "
+             "operation not measured), or untracked (no group entry was free)");
+    for (const CommReport& c : p.comms) {
+      for (int g = 0; g < static_cast<int>(GroupOutcome::Count); ++g) {
+        f.sample("nccl_pilot_p2p_groups_total",
+                 commLabels(p, c, "outcome", groupOutcomeName(static_cast<GroupOutcome>(g))),
+                 number(c.groups[g]));
       }
     }
   }
@@ -247,6 +325,12 @@ void renderProcess(std::string* out, const ProcessReport& p) {
              "Collectives started and not yet completed");
     f.sample("nccl_pilot_profiler_slots_in_use", labelText({{"node", p.node}}),
              number(static_cast<uint64_t>(p.slotsInUse)));
+  }
+  {
+    Family f(out, "nccl_pilot_profiler_groups_in_use", "gauge",
+             "Groups holding Send/Recv operations whose kernels have not all completed");
+    f.sample("nccl_pilot_profiler_groups_in_use", labelText({{"node", p.node}}),
+             number(static_cast<uint64_t>(p.groupsInUse)));
   }
   {
     Family f(out, "nccl_pilot_build_info", "gauge", "The nccl-pilot library that wrote this");

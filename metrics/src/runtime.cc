@@ -230,10 +230,19 @@ CommReport MetricsRuntime::reportOf(Comm& comm, bool finalized) {
   CommReport r;
   r.identity = m.identity();
   r.finalized = finalized;
-  r.seen = m.seen();
-  r.measured = m.measured();
-  for (int s = 0; s < static_cast<int>(Skip::Count); ++s)
-    r.skipped[s] = m.skipped(static_cast<Skip>(s));
+  for (TaskKind kind : {TaskKind::Collective, TaskKind::P2p}) {
+    TaskCounts& counts = kind == TaskKind::Collective ? r.collectives : r.p2p;
+    counts.seen = m.seen(kind);
+    counts.measured = m.measured(kind);
+    for (int s = 0; s < static_cast<int>(Skip::Count); ++s) {
+      counts.skipped[s] = m.skipped(static_cast<Skip>(s), kind);
+    }
+  }
+  for (int g = 0; g < static_cast<int>(GroupOutcome::Count); ++g) {
+    r.groups[g] = m.groups(static_cast<GroupOutcome>(g));
+  }
+  r.peersSentTo = m.peers(Operation::Send);
+  r.peersReceivedFrom = m.peers(Operation::Recv);
   for (const CommMonitor::KeyView& v : m.keys()) {
     KeyReport k;
     k.fields = v.fields;
@@ -312,6 +321,7 @@ void MetricsRuntime::exportLocked(const Comm* closing) {
   }
   p.slots = events.capacity();
   p.slotsInUse = events.slotsInUse();
+  p.groupsInUse = events.groupsInUse();
   ProcessReport summary = p;
   for (auto& comm : comms_) {
     const bool isClosing = comm.get() == closing;

@@ -31,11 +31,13 @@ std::string commId(const CommReport& c) {
   return jsonString(commIdText(c.identity.commId));
 }
 
-void collectiveLine(std::string* out, const ProcessReport& p, const CommReport& c,
-                    const KeyReport& k) {
+/// A "collective" line (collectives, grouped all-to-alls, the shared "other" key) or a "p2p"
+/// line (a Send or Recv key: no algorithm, protocol or decision, NCCL picks none).
+void keyLine(std::string* out, const ProcessReport& p, const CommReport& c, const KeyReport& k) {
   const KeyTotals& t = k.total;
+  const bool p2p = !k.other && isPointToPoint(k.fields.op);
   *out += '{';
-  field(out, "kind", "\"collective\"");
+  field(out, "kind", p2p ? "\"p2p\"" : "\"collective\"");
   field(out, "comm", commId(c));
   field(out, "comm_name", jsonString(c.identity.name));
   field(out, "rank", std::to_string(c.identity.rank));
@@ -45,13 +47,15 @@ void collectiveLine(std::string* out, const ProcessReport& p, const CommReport& 
   if (k.other) {
     field(out, "collective", "\"other\"");
   } else {
-    field(out, "collective", jsonString(operationName(k.fields.op)));
+    field(out, p2p ? "p2p_operation" : "collective", jsonString(operationName(k.fields.op)));
     field(out, "message_size", jsonString(sizeBucketLabel(k.fields.bucket)));
     field(out, "size_bucket_bytes", num(uint64_t{1} << k.fields.bucket));
-    field(out, "algo", jsonString(algorithmLabel(k.fields.algorithm)));
-    field(out, "proto", jsonString(protocolLabel(k.fields.protocol)));
+    if (!p2p) {
+      field(out, "algo", jsonString(algorithmLabel(k.fields.algorithm)));
+      field(out, "proto", jsonString(protocolLabel(k.fields.protocol)));
+    }
     field(out, "channels", std::to_string(k.fields.channels));
-    field(out, "decision", jsonString(k.decision));
+    if (!p2p) field(out, "decision", jsonString(k.decision));
     if (!k.band.empty()) field(out, "band", jsonString(k.band));
   }
   field(out, "calls", num(t.calls));
@@ -81,6 +85,16 @@ void collectiveLine(std::string* out, const ProcessReport& p, const CommReport& 
   }
   field(out, "bins", bins + "]");
   *out += "}\n";
+}
+
+/// {"sampled_out":n,...}: every reason, in Skip's order.
+std::string skippedObject(const TaskCounts& t) {
+  std::string out = "{";
+  for (int s = 0; s < static_cast<int>(Skip::Count); ++s) {
+    if (s > 0) out += ',';
+    out += jsonString(skipName(static_cast<Skip>(s))) + ":" + num(t.skipped[s]);
+  }
+  return out + "}";
 }
 
 /// The time in microseconds below which a share q of the calls of `v` ran, from its 2% bins
@@ -177,6 +191,7 @@ std::string renderSummary(const ProcessReport& p) {
   field(&out, "orphans",
         "{\"foreign\":" + num(p.orphans[static_cast<int>(Orphan::Foreign)]) +
             ",\"stale\":" + num(p.orphans[static_cast<int>(Orphan::Stale)]) + "}");
+  field(&out, "groups_in_use", num(static_cast<uint64_t>(p.groupsInUse)));
   out += "}\n";
   for (const CommReport& c : p.comms) {
     out += '{';
@@ -191,17 +206,23 @@ std::string renderSummary(const ProcessReport& p) {
     field(&out, "pid", std::to_string(p.pid));
     field(&out, "abi", std::to_string(c.identity.abiVersion));
     field(&out, "finalized", c.finalized ? "true" : "false");
-    field(&out, "seen", num(c.seen));
-    field(&out, "measured", num(c.measured));
-    std::string skipped = "{";
-    for (int s = 0; s < static_cast<int>(Skip::Count); ++s) {
-      if (s > 0) skipped += ',';
-      skipped += jsonString(skipName(static_cast<Skip>(s))) + ":" + num(c.skipped[s]);
-    }
-    field(&out, "skipped", skipped + "}");
+    field(&out, "seen", num(c.collectives.seen));
+    field(&out, "measured", num(c.collectives.measured));
+    field(&out, "skipped", skippedObject(c.collectives));
     field(&out, "calibration_overflow", num(c.samplesOverflow));
+    std::string groups = "{";
+    for (int g = 0; g < static_cast<int>(GroupOutcome::Count); ++g) {
+      if (g > 0) groups += ',';
+      groups += jsonString(groupOutcomeName(static_cast<GroupOutcome>(g))) + ":" + num(c.groups[g]);
+    }
+    groups += '}';
+    field(&out, "p2p",
+          "{\"seen\":" + num(c.p2p.seen) + ",\"measured\":" + num(c.p2p.measured) +
+              ",\"skipped\":" + skippedObject(c.p2p) +
+              ",\"peers\":{\"Send\":" + num(static_cast<uint64_t>(c.peersSentTo)) + ",\"Recv\":" +
+              num(static_cast<uint64_t>(c.peersReceivedFrom)) + "},\"groups\":" + groups + "}");
     out += "}\n";
-    for (const KeyReport& k : c.keys) collectiveLine(&out, p, c, k);
+    for (const KeyReport& k : c.keys) keyLine(&out, p, c, k);
     for (size_t i = 0; i < c.samples.size(); ++i) {
       calibrationLine(&out, p, c, c.samples[i],
                       i < c.sampleDecisions.size() ? c.sampleDecisions[i] : "NCCL");

@@ -23,13 +23,17 @@ using metrics::CollEvent;
 using metrics::CommMonitor;
 using metrics::EventPath;
 using metrics::MetricsRuntime;
+using metrics::P2pEvent;
 
 constexpr const char* kProfilerName = "Pilot";
 constexpr const char* kPrefix = "PROFILER/Pilot";
 constexpr unsigned long kFlags = subsys::Init | subsys::Profile;
 /// What we ask of NCCL when measuring. NCCL keeps one activation mask per process (the last
-/// init's), so every communicator must ask for the same events.
-constexpr int kMeasuringMask = static_cast<int>(ncclProfileColl | ncclProfileKernelCh);
+/// init's), so every communicator must ask for the same events. NCCL sends Group events for
+/// any of these (and 2.27 sends a plan's task events only when its Group got a handle); P2p
+/// events come with KernelCh too, asked or not.
+constexpr int kMeasuringMask =
+    static_cast<int>(ncclProfileGroup | ncclProfileColl | ncclProfileP2p | ncclProfileKernelCh);
 
 /// The NCCL releases whose newest profiler ABI is `abi` (2.27 v4, 2.28 v5, 2.29 and later v6).
 tuner::Range ncclVersionsOfProfilerAbi(int abi) {
@@ -92,7 +96,18 @@ void noteCapture(CommMonitor& comm, const Descr& d) {
   if (d.collApi.graphCaptured) tuner::noteGraphCapture(comm.identity().commId);
 }
 
-/// v4, v5 and v6 share the coll and kernelCh fields we read; only the type width differs.
+/// The group a P2p event belongs to: v4 (and NCCL's v4 shim) pass it as the parent, v5 and v6
+/// in p2p.parentGroup (their parent is the P2pApi event).
+void* p2pGroup(const ncclProfilerEventDescr_v4_t& d) {
+  return d.parentObj;
+}
+template <typename Descr>
+void* p2pGroup(const Descr& d) {
+  return d.p2p.parentGroup;
+}
+
+/// v4, v5 and v6 share the coll, p2p and kernelCh fields we read; the type width and where the
+/// group goes differ.
 template <typename Descr>
 ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
   if (eHandle == nullptr) return ncclSuccess;
@@ -110,14 +125,25 @@ ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
       e.algo = d->coll.algo;
       e.proto = d->coll.proto;
       *eHandle = EventPath::process().startCollective(*static_cast<CommMonitor*>(context), e);
+    } else if (type == ncclProfileP2p) {
+      P2pEvent e;
+      e.func = d->p2p.func;
+      e.count = d->p2p.count;
+      e.datatype = d->p2p.datatype;
+      e.peer = d->p2p.peer;
+      e.nChannels = d->p2p.nChannels;
+      e.group = p2pGroup(*d);
+      *eHandle = EventPath::process().startP2p(*static_cast<CommMonitor*>(context), e);
+    } else if (type == ncclProfileGroup) {
+      *eHandle = EventPath::process().startGroup(*static_cast<CommMonitor*>(context));
     } else if (type == ncclProfileCollApi) {
       noteCapture(*static_cast<CommMonitor*>(context), *d);
     } else if (type == ncclProfileKernelCh) {
       *eHandle = EventPath::process().startKernelChannel(d->parentObj, d->kernelCh.channelId,
                                                          d->kernelCh.pTimer);
     }
-    // Everything else (the group and API parents NCCL sends along, and what we never ask
-    // for) gets no handle, so NCCL sends nothing more about it.
+    // Everything else (the API parents NCCL sends along, and what we never ask for) gets no
+    // handle, so NCCL sends nothing more about it.
     return ncclSuccess;
   });
 }

@@ -48,6 +48,9 @@ needed=$(printf '%s\n' "$dynamic" | awk '$1 == "NEEDED" { print $2 }')
 for lib in $needed; do
   case "$lib" in
     libc.so.6 | libstdc++.so.6 | libgcc_s.so.1 | libm.so.6 | libdl.so.2 | libpthread.so.0) ;;
+    # glibc's dynamic loader, for __tls_get_addr (the profiler's per-thread open group): every
+    # dynamically linked process has it loaded, and libstdc++ NEEDs it already.
+    ld-linux-x86-64.so.2 | ld-linux-aarch64.so.1) ;;
     libasan.so.* | libubsan.so.* | libtsan.so.*)
       [ -n "$sanitize" ] || fail "sanitizer runtime $lib NEEDED in a non-sanitizer build" ;;
     *) fail "unexpected NEEDED entry: $lib" ;;

@@ -1,11 +1,17 @@
 // libFuzzer target: arbitrary sequences of NCCL profiler events on the metrics layer's event
-// path: collectives started with any channel count, kernel channel starts with live, stopped,
-// stale or garbage parents, stop states and stops in any order, twice or never. For every input
-// nothing crashes (ASan/UBSan), and once every event of every collective has arrived (the input
-// is completed in NCCL's order at the end) no slot stays in use and every collective whose
-// channels all had a GPU time is measured exactly once.
+// path: collectives and Send/Recv operations started with any channel count, in groups opened
+// and closed in any order (or in none, or in a stale one), kernel channel starts with any
+// channel id and live, stopped, stale or garbage parents, stop states and stops in any order,
+// twice or never. For every input nothing crashes (ASan/UBSan), and once every event of every
+// task has arrived (the input is completed in NCCL's order at the end):
+//   - no slot and no group entry stays in use;
+//   - every task whose channels all had a GPU time is measured exactly once, per kind;
+//   - every group that a Send/Recv joined has exactly one outcome.
+// A channel takes a lane the first time its id shows up, while the task has lanes left (the
+// number of channels NCCL announced); the model below predicts every handle that way.
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,14 +26,29 @@ namespace {
   std::abort();
 }
 
-struct Coll {
+struct Task {
   void* handle = nullptr;
+  bool p2p = false;
   unsigned channels = 0;
-  bool collStopped = false;
-  std::vector<void*> kernel;        // per channel, null until started
-  std::vector<bool> kernelStopped;  // per channel
-  std::vector<bool> timed;          // per channel: a usable stop time recorded
+  bool taskStopped = false;
+  std::map<unsigned, unsigned> laneOf;  // channel id -> lane
+  std::vector<void*> kernel;            // per lane taken
+  std::vector<bool> kernelStopped;      // per lane
+  std::vector<bool> timed;              // per lane: a usable stop time recorded
 };
+
+struct Group {
+  void* handle = nullptr;
+  bool joined = false;  // a Send/Recv of it took its entry
+};
+
+uint64_t outcomes(const CommMonitor& comm) {
+  uint64_t n = 0;
+  for (int o = 0; o < static_cast<int>(GroupOutcome::Count); ++o) {
+    n += comm.groups(static_cast<GroupOutcome>(o));
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -45,75 +66,110 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // the end.
   auto* comm = new CommMonitor(id, settings, {});
   const uint32_t inUseBefore = path->slotsInUse();
-  const uint64_t measuredBefore = comm->measured();
-  std::vector<Coll> colls;
+  const uint32_t groupsBefore = path->groupsInUse();
+  std::vector<Task> tasks;
+  std::vector<Group> groups;
+  int open = -1;  // the group open on this thread (NCCL opens, fills and closes one at a time)
   uint64_t clock = 1000;
   size_t i = 0;
   auto next = [&]() -> uint8_t { return i < size ? data[i++] : 0; };
+  auto closeOpen = [&] { open = -1; };
   while (i < size) {
     const uint8_t op = next();
     const uint8_t arg = next();
-    Coll* c = colls.empty() ? nullptr : &colls[arg % colls.size()];
-    switch (op % 6) {
-      case 0: {  // start a collective
-        Coll n;
+    Task* t = tasks.empty() ? nullptr : &tasks[arg % tasks.size()];
+    switch (op % 9) {
+      case 0:    // start a collective
+      case 6: {  // start a Send or Recv, in the open group, no group, or an old one
+        Task n;
+        n.p2p = op % 9 == 6;
         n.channels = 1 + arg % 8;
-        CollEvent e;
-        e.func = "AllReduce";
-        e.count = 1 + arg;
-        e.datatype = "ncclFloat32";
-        e.nChannels = n.channels;
-        e.algo = "RING";
-        e.proto = "SIMPLE";
-        n.handle = path->startCollective(*comm, e);
+        if (n.p2p) {
+          P2pEvent e;
+          e.func = (arg & 0x80) ? "Recv" : "Send";
+          e.count = 1 + arg;
+          e.datatype = "ncclInt8";
+          e.peer = (arg >> 3) % 10;  // 8 and 9 are no rank of the communicator
+          e.nChannels = n.channels;
+          const int which = (arg >> 4) % 3;
+          const int g = which == 0 ? open : which == 1 || groups.empty() ? -1 : arg % groups.size();
+          e.group = g >= 0 ? groups[g].handle : nullptr;
+          n.handle = path->startP2p(*comm, e);
+          // It joins the open group even when it found no slot (and spoils it then).
+          if (g >= 0 && g == open) groups[g].joined = true;
+        } else {
+          CollEvent e;
+          e.func = "AllReduce";
+          e.count = 1 + arg;
+          e.datatype = "ncclFloat32";
+          e.nChannels = n.channels;
+          e.algo = "RING";
+          e.proto = "SIMPLE";
+          n.handle = path->startCollective(*comm, e);
+        }
         if (n.handle == nullptr) break;  // pool full
-        n.kernel.assign(n.channels, nullptr);
-        n.kernelStopped.assign(n.channels, false);
-        n.timed.assign(n.channels, false);
-        colls.push_back(n);
+        tasks.push_back(n);
         break;
       }
-      case 1:  // stop a collective's Coll event (maybe twice: the second is ignored)
-        if (c) {
-          path->stop(c->handle);
-          c->collStopped = true;
+      case 1:  // stop a task's own event (maybe twice: the second is ignored)
+        if (t) {
+          path->stop(t->handle);
+          t->taskStopped = true;
         }
         break;
-      case 2:  // start a channel (maybe one it does not have, maybe again)
-        if (c) {
-          const unsigned ch = (arg >> 3) % 10;
-          void* k = path->startKernelChannel(c->handle, ch, clock);
-          if (ch < c->channels && c->kernel[ch] == nullptr) {
-            if (k == nullptr) die("a first start of a live channel got no handle");
-            c->kernel[ch] = k;
+      case 2:  // start a channel (any id, maybe again, maybe one too many)
+        if (t) {
+          const unsigned ch = (arg >> 3) % 70;
+          void* k = path->startKernelChannel(t->handle, ch, clock);
+          const bool fresh = ch < EventPath::kMaxChannels && t->laneOf.count(ch) == 0;
+          if (fresh && t->kernel.size() < t->channels) {
+            if (k == nullptr) die("a first start of a live channel with a lane left got none");
+            t->laneOf[ch] = static_cast<unsigned>(t->kernel.size());
+            t->kernel.push_back(k);
+            t->kernelStopped.push_back(false);
+            t->timed.push_back(false);
+          } else if (k != nullptr) {
+            die("a repeated, surplus or out-of-range channel got a handle");
           }
         }
         break;
-      case 3:  // its stop state, with a time before or after the start
-        if (c) {
-          const unsigned ch = (arg >> 3) % c->channels;
-          if (c->kernel[ch] && !c->kernelStopped[ch]) {
+      case 3:  // a lane's stop state, with a time before or after the start
+        if (t && !t->kernel.empty()) {
+          const unsigned lane = (arg >> 3) % t->kernel.size();
+          if (!t->kernelStopped[lane]) {
             const bool late = (arg & 1) != 0;
-            path->recordKernelChannelStop(c->kernel[ch], late ? clock + 500 : 1);
-            c->timed[ch] = c->timed[ch] || late;
+            path->recordKernelChannelStop(t->kernel[lane], late ? clock + 500 : 1);
+            t->timed[lane] = t->timed[lane] || late;
           }
         }
         break;
-      case 4:  // a channel's stop
-        if (c) {
-          const unsigned ch = (arg >> 3) % c->channels;
-          if (c->kernel[ch] && !c->kernelStopped[ch]) {
-            path->stop(c->kernel[ch]);
-            c->kernelStopped[ch] = true;
+      case 4:  // a lane's stop
+        if (t && !t->kernel.empty()) {
+          const unsigned lane = (arg >> 3) % t->kernel.size();
+          if (!t->kernelStopped[lane]) {
+            path->stop(t->kernel[lane]);
+            t->kernelStopped[lane] = true;
           }
+        }
+        break;
+      case 7:  // open a group (one left open is closed by it)
+        closeOpen();
+        groups.push_back({path->startGroup(*comm), false});
+        open = static_cast<int>(groups.size()) - 1;
+        break;
+      case 8:  // stop a group: the open one, or one stopped before
+        if (!groups.empty()) {
+          const int g = (arg & 1) && open >= 0 ? open : arg % static_cast<int>(groups.size());
+          path->stop(groups[g].handle);
+          if (g == open) closeOpen();
         }
         break;
       default: {  // garbage handles of every kind
         uintptr_t junk = 0;
         for (int b = 0; b < 8; ++b) junk = junk << 8 | next();
-        // A value with our handles' top byte would be one of our handles (NCCL hands back
-        // only what we gave it); stale ones come from completed collectives above.
-        if ((junk >> 56) == 0xB7) junk ^= uintptr_t{1} << 63;
+        // A value with our handles' top bytes would be one of our handles (NCCL hands back
+        // only what we gave it); stale ones come from completed tasks and closed groups above.
+        if ((junk >> 56) == 0xB7 || (junk >> 56) == 0xB8) junk ^= uintptr_t{1} << 63;
         void* h = reinterpret_cast<void*>(junk);
         path->startKernelChannel(h, arg % 70, clock);
         path->recordKernelChannelStop(h, clock);
@@ -122,30 +178,47 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     clock += 1000;
   }
-  // The rest of NCCL's events, in its order, so every collective completes.
-  uint64_t timedColls = 0;
-  for (Coll& c : colls) {
+  // The rest of NCCL's events, in its order, so every task and group completes.
+  if (open >= 0) path->stop(groups[open].handle);
+  uint64_t timed[2] = {0, 0};
+  for (Task& t : tasks) {
     bool allTimed = true;
-    for (unsigned ch = 0; ch < c.channels; ++ch) {
-      if (c.kernel[ch] == nullptr) {
-        c.kernel[ch] = path->startKernelChannel(c.handle, ch, clock);
-        if (c.kernel[ch] == nullptr) die("a live collective refused its channel");
-        path->recordKernelChannelStop(c.kernel[ch], clock + 700);
-        c.timed[ch] = true;
+    for (unsigned lane = 0; lane < t.channels; ++lane) {
+      if (lane == t.kernel.size()) {
+        unsigned ch = 0;  // an id the task has not used (8 lanes at most, 64 ids)
+        while (t.laneOf.count(ch) != 0) ++ch;
+        void* k = path->startKernelChannel(t.handle, ch, clock);
+        if (k == nullptr) die("a live task refused a channel it had a lane for");
+        t.laneOf[ch] = lane;
+        t.kernel.push_back(k);
+        t.kernelStopped.push_back(false);
+        t.timed.push_back(true);
+        path->recordKernelChannelStop(k, clock + 700);
       }
-      if (!c.kernelStopped[ch]) {
-        path->stop(c.kernel[ch]);
-        c.kernelStopped[ch] = true;
+      if (!t.kernelStopped[lane]) {
+        path->stop(t.kernel[lane]);
+        t.kernelStopped[lane] = true;
       }
-      allTimed = allTimed && c.timed[ch];
+      allTimed = allTimed && t.timed[lane];
     }
-    if (!c.collStopped) path->stop(c.handle);
-    timedColls += allTimed ? 1 : 0;
+    if (!t.taskStopped) path->stop(t.handle);
+    timed[t.p2p ? 1 : 0] += allTimed ? 1 : 0;
   }
-  if (path->slotsInUse() != inUseBefore) die("a completed collective kept its slot");
-  if (comm->measured() - measuredBefore != timedColls) {
-    die("measured " + std::to_string(comm->measured() - measuredBefore) + " of " +
-        std::to_string(timedColls) + " collectives with a GPU time on every channel");
+  if (path->slotsInUse() != inUseBefore) die("a completed task kept its slot");
+  if (path->groupsInUse() != groupsBefore) die("a completed group kept its entry");
+  for (TaskKind kind : {TaskKind::Collective, TaskKind::P2p}) {
+    const uint64_t want = timed[kind == TaskKind::P2p ? 1 : 0];
+    if (comm->measured(kind) != want) {
+      die("measured " + std::to_string(comm->measured(kind)) + " of " + std::to_string(want) +
+          (kind == TaskKind::P2p ? " Send/Recv" : " collectives") +
+          " with a GPU time on every channel");
+    }
+  }
+  uint64_t joined = 0;
+  for (const Group& g : groups) joined += g.joined ? 1 : 0;
+  if (outcomes(*comm) != joined) {
+    die(std::to_string(outcomes(*comm)) + " group outcomes for " + std::to_string(joined) +
+        " groups that Send/Recv joined");
   }
   comm->release();
   return 0;

@@ -112,14 +112,14 @@ TEST(ProfilerExport, KeysPastTheCapShareOneOtherSeries) {
     setEnv({{"NCCL_PILOT_METRICS_DIR", dir}});
     Module m(PILOT_PROFILER_MODULE);
     Comm comm(m, 5, 0xcafe, "k", 1, 8, 0);
-    // 70 distinct keys: 35 sizes x 2 channel counts.
-    for (int i = 0; i < 70; ++i) {
-      run(comm, collective("AllReduce", size_t{1} << (i / 2), 1 + i % 2, 10'000, i));
+    // 136 distinct keys: 34 sizes x 4 channel counts; 128 have their own series.
+    for (int i = 0; i < 136; ++i) {
+      run(comm, collective("AllReduce", size_t{1} << (i / 4), 1 + i % 4, 10'000, i));
     }
     comm.finalize();
     Exposition e = textfileIn(dir);
-    EXPECT_EQ(e.find("nccl_pilot_collective_calls_total", {{"comm", "0xcafe"}}).size(), 65u);
-    EXPECT_EQ(e.at("nccl_pilot_collective_calls_total", {{"collective", "other"}}), 6);
+    EXPECT_EQ(e.find("nccl_pilot_collective_calls_total", {{"comm", "0xcafe"}}).size(), 129u);
+    EXPECT_EQ(e.at("nccl_pilot_collective_calls_total", {{"collective", "other"}}), 8);
     expectPromtoolAccepts(filesEnding(dir, ".prom")[0]);
     removeDir(dir);
   });

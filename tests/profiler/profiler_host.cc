@@ -226,7 +226,7 @@ void* Comm::enqueue(const Collective& c) {
   void* group = startRaw(ncclProfileGroup, nullptr);
   void* coll = nullptr;
   if (abi_ == 4) {
-    coll = startColl(c, group);
+    if (group != nullptr) coll = startColl(c, group);  // 2.27: no group handle, no task events
   } else {
     ncclProfilerEventDescr_v6_t d;
     std::memset(&d, 0, sizeof d);
@@ -262,7 +262,76 @@ void Comm::kernelChannel(void* collHandle, int channel, const ChannelTimes& t) {
 
 void Comm::kernels(void* collHandle, const Collective& c) {
   for (size_t ch = 0; ch < c.channels.size(); ++ch) {
-    kernelChannel(collHandle, static_cast<int>(ch), c.channels[ch]);
+    kernelChannel(collHandle, c.firstChannel + static_cast<int>(ch), c.channels[ch]);
+  }
+}
+
+std::vector<void*> Comm::enqueueGroup(const std::vector<P2p>& ops) {
+  std::vector<void*> handles(ops.size(), nullptr);
+  if (mask_ == 0) return handles;
+  void* groupApi = nullptr;
+  std::vector<void*> apis(ops.size(), nullptr);
+  if (abi_ >= 5) {
+    // ncclSend/ncclRecv each start and stop their P2pApi event at the API call, under the
+    // user's GroupApi event.
+    ncclProfilerEventDescr_v6_t g;
+    std::memset(&g, 0, sizeof g);
+    g.type = ncclProfileGroupApi;
+    g.groupApi.groupDepth = 2;
+    groupApi = start(g);
+    if (groupApi != nullptr) recordRaw(groupApi, ncclProfilerGroupStartApiStop, 0);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      ncclProfilerEventDescr_v6_t a;
+      std::memset(&a, 0, sizeof a);
+      a.type = ncclProfileP2pApi;
+      a.parentObj = groupApi;
+      a.p2pApi.func = ops[i].func.c_str();
+      a.p2pApi.count = ops[i].count;
+      a.p2pApi.datatype = ops[i].datatype.c_str();
+      apis[i] = start(a);
+      stopRaw(apis[i]);  // NCCL keeps the (now stale) handle as the task's parent
+    }
+  }
+  void* group = startRaw(ncclProfileGroup, nullptr);
+  const bool tasks = abi_ >= 5 || group != nullptr;  // 2.27 starts none without a group handle
+  for (size_t i = 0; tasks && i < ops.size(); ++i) {
+    const P2p& op = ops[i];
+    if (abi_ == 4) {
+      ncclProfilerEventDescr_v4_t d;
+      std::memset(&d, 0, sizeof d);
+      d.type = ncclProfileP2p;
+      d.parentObj = group;
+      d.rank = rank_;
+      d.p2p.func = op.func.c_str();
+      d.p2p.count = op.count;
+      d.p2p.datatype = op.datatype.c_str();
+      d.p2p.peer = op.peer;
+      d.p2p.nChannels = static_cast<uint8_t>(op.channels.size());
+      handles[i] = start(d);
+    } else {
+      ncclProfilerEventDescr_v6_t d;
+      std::memset(&d, 0, sizeof d);
+      d.type = ncclProfileP2p;
+      d.parentObj = apis[i];
+      d.rank = rank_;
+      d.p2p.func = op.func.c_str();
+      d.p2p.count = op.count;
+      d.p2p.datatype = op.datatype.c_str();
+      d.p2p.peer = op.peer;
+      d.p2p.nChannels = static_cast<uint8_t>(op.channels.size());
+      d.p2p.parentGroup = group;
+      handles[i] = start(d);
+    }
+  }
+  for (void* h : handles) stopRaw(h);
+  stopRaw(group);
+  stopRaw(groupApi);
+  return handles;
+}
+
+void Comm::kernels(void* p2pHandle, const P2p& op) {
+  for (size_t ch = 0; ch < op.channels.size(); ++ch) {
+    kernelChannel(p2pHandle, op.firstChannel + static_cast<int>(ch), op.channels[ch]);
   }
 }
 

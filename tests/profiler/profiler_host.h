@@ -1,11 +1,16 @@
 // A fake NCCL for the profiler ABI: loads the built module as NCCL does (dlopen RTLD_NOW |
-// RTLD_LOCAL, the newest ncclProfiler_vN it is told to use) and emits a collective's events in
-// NCCL's order (src/plugin/profiler.cc, 2.27 .. 2.30):
-//   host thread   [v5+] GroupApi start, CollApi start   (NCCL sends these parents along whenever
-//                 Group start                             Coll is asked for; v4 sees no API
-//                 Coll start, Coll stop ("enqueued")      events), their stops
-//   proxy thread  per channel: KernelCh start (parent = the Coll's handle, GPU start),
-//                 recordEventState(KernelChStop, GPU stop), KernelCh stop
+// RTLD_LOCAL, the newest ncclProfiler_vN it is told to use) and emits a kernel plan's events in
+// NCCL's order (src/plugin/profiler.cc, src/enqueue.cc, 2.27 .. 2.30):
+//   host thread   [v5+] GroupApi start, per task its CollApi or P2pApi start (and stop, for a
+//                 P2pApi)                (NCCL sends these parents along whenever Coll, P2p or
+//                                         KernelCh is asked for; v4 sees no API events)
+//                 Group start
+//                 per task: Coll or P2p start (v4: parent = the group; v5+: parentGroup = the
+//                 group, parent = its API event), then their stops ("enqueued")
+//                 Group stop, [v5+] API stops
+//   proxy thread  per channel: KernelCh start (parent = the task's handle, GPU start, the id of
+//                 the channel it ran on), recordEventState(KernelChStop, GPU stop), KernelCh stop
+// NCCL 2.27 (v4) starts a plan's task events only when its Group got a handle; 2.28+ always.
 // Events NCCL would not send for the activation mask the plugin returned are not sent.
 #pragma once
 
@@ -57,6 +62,17 @@ struct Collective {
   uint64_t seqNumber = 0;
   bool graphCaptured = false;          ///< v5+: the CollApi event says so
   std::vector<ChannelTimes> channels;  ///< one per channel NCCL runs it on
+  int firstChannel = 0;  ///< the id of the first (NCCL packs a plan's collectives on channels)
+};
+
+/// A Send or Recv of a group; NCCL spreads its channels over the communicator's P2P channels.
+struct P2p {
+  std::string func = "Send";
+  size_t count = 0;
+  std::string datatype = "ncclInt8";
+  int peer = 0;
+  std::vector<ChannelTimes> channels;
+  int firstChannel = 0;
 };
 
 /// A collective's channels, each taking `ns` times (1 - step * channel), from `start` on:
@@ -87,6 +103,9 @@ class Comm {
   /// The proxy side of one channel (nothing when the mask has no KernelCh).
   void kernelChannel(void* collHandle, int channel, const ChannelTimes& t);
   void kernels(void* collHandle, const Collective& c);
+  /// The host side of one group of Send/Recv operations (one kernel plan): each one's handle.
+  std::vector<void*> enqueueGroup(const std::vector<P2p>& ops);
+  void kernels(void* p2pHandle, const P2p& op);
   /// A raw startEvent with the given type and parent; returns the handle.
   void* startRaw(uint64_t type, void* parent, int channel = 0, uint64_t pTimer = 0, pid_t pid = 0);
   void stopRaw(void* handle);

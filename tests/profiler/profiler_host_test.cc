@@ -71,7 +71,8 @@ TEST_P(ProfilerAbi, FiguresAreWhatTheGpuTimestampsImply) {
     Module m(PILOT_PROFILER_MODULE);
     ASSERT_TRUE(m.ok()) << m.error();
     Comm comm(m, abi, 0xc0ffee, "dp group 0", 1, 8, 3);
-    ASSERT_EQ(comm.mask(), ncclProfileColl | ncclProfileKernelCh);
+    ASSERT_EQ(comm.mask(),
+              ncclProfileGroup | ncclProfileColl | ncclProfileP2p | ncclProfileKernelCh);
     ASSERT_NE(comm.context(), nullptr);
 
     // 1 MiB all-reduces on 4 channels and 256 KiB-per-rank all-gathers on 2, with known times.
@@ -221,11 +222,14 @@ TEST_P(ProfilerAbi, KernelEventsWithoutALocalParentAreIgnored) {
     // Stops and states for handles that are not ours are ignored too.
     comm.stopRaw(&foreignObject);
     comm.recordRaw(&foreignObject, ncclProfilerKernelChStop, kBase);
-    // A channel the collective does not have.
+    // A second start for a channel it already reported.
     Collective d = allReduce(1 << 18, 2, 70'000, 1);
     void* g = comm.enqueue(d);
-    EXPECT_EQ(comm.startRaw(ncclProfileKernelCh, g, 5, kBase), nullptr);
-    comm.kernels(g, d);
+    void* k0 = comm.startRaw(ncclProfileKernelCh, g, 0, d.channels[0].startNs);
+    EXPECT_EQ(comm.startRaw(ncclProfileKernelCh, g, 0, kBase), nullptr);
+    comm.recordRaw(k0, ncclProfilerKernelChStop, d.channels[0].stopNs);
+    comm.stopRaw(k0);
+    comm.kernelChannel(g, 1, d.channels[1]);
     comm.finalize();
     Exposition e = textfileIn(dir);
     EXPECT_EQ(e.at("nccl_pilot_collective_calls_total", {{"comm", "0x77"}}), 2);

@@ -1,7 +1,9 @@
 // One communicator as the profiler sees it: who it is, the table compiled for its shape (to
 // credit NCCL's decisions to rules, and their calibrated times), and fixed tables of aggregates
-// per (operation, size bucket, algorithm/protocol, channels, decision). Built at profiler init;
-// the event path (event_path.h) only reads the immutable parts and adds to atomics.
+// per (operation, size bucket, algorithm/protocol, channels, decision), collectives and Send/Recv
+// alike; for point-to-point traffic also which peers it reached (a bit per rank, so the count
+// is exact without a label per peer). Built at profiler init; the event path (event_path.h)
+// only reads the immutable parts and adds to atomics.
 #pragma once
 
 #include <atomic>
@@ -48,7 +50,8 @@ struct KeyFields {
   static KeyFields unpack(uint64_t key);
 };
 
-/// Why a collective or kernel event was not measured (nccl_pilot_profiler_events_total).
+/// Why a collective, a Send/Recv or a kernel event was not measured
+/// (nccl_pilot_profiler_events_total, nccl_pilot_profiler_p2p_events_total).
 enum class Skip : uint8_t {
   SampledOut,     ///< sequence number not a multiple of NCCL_PILOT_METRICS_SAMPLE
   BelowMinBytes,  ///< NCCL_PILOT_METRICS_MIN_BYTES
@@ -56,14 +59,25 @@ enum class Skip : uint8_t {
   NoChannels,     ///< 0 or more than 64 kernel channels: nothing to time
   NoSlot,         ///< every in-flight slot was taken
   Untimed,        ///< a channel stopped without a GPU stop time
-  IgnoredKernel,  ///< a kernel event for another channel than the collective has, or twice
+  IgnoredKernel,  ///< a kernel event past the channels NCCL announced, or for one twice
   Count,
 };
 const char* skipName(Skip s);
 
+/// The two kinds of NCCL task events the profiler measures; each has its own counters.
+enum class TaskKind : uint8_t { Collective, P2p };
+
+/// What became of a group (NCCL's Group event: one kernel plan) that held Send/Recv operations.
+enum class GroupOutcome : uint8_t {
+  AlltoAll,   ///< it sent to and received from every other rank: measured as one AlltoAll
+  Partial,    ///< it did not (or one of its operations was not measured)
+  Untracked,  ///< no group entry was free, or its events came out of NCCL's order
+  Count,
+};
+const char* groupOutcomeName(GroupOutcome o);
 class CommMonitor {
  public:
-  static constexpr unsigned kMaxKeys = 64;  ///< distinct keys; more share "other"
+  static constexpr unsigned kMaxKeys = 128;  ///< distinct keys; more share "other"
   static constexpr unsigned kOtherKey = kMaxKeys;
 
   CommMonitor(CommIdentity identity, const MetricsSettings& settings,
@@ -84,9 +98,25 @@ class CommMonitor {
   /// Per-call times by exact size and configuration, for fitting (call_samples.h).
   CallSamples& samples() { return samples_; }
   const CallSamples& samples() const { return samples_; }
-  void count(Skip s) { skips_[static_cast<int>(s)].fetch_add(1, std::memory_order_relaxed); }
-  void countSeen() { seen_.fetch_add(1, std::memory_order_relaxed); }
-  void countMeasured() { measured_.fetch_add(1, std::memory_order_relaxed); }
+  void count(Skip s, TaskKind k = TaskKind::Collective) {
+    counters(k).skips[static_cast<int>(s)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void countSeen(TaskKind k = TaskKind::Collective) {
+    counters(k).seen.fetch_add(1, std::memory_order_relaxed);
+  }
+  void countMeasured(TaskKind k = TaskKind::Collective) {
+    counters(k).measured.fetch_add(1, std::memory_order_relaxed);
+  }
+  void countGroup(GroupOutcome o) {
+    groups_[static_cast<int>(o)].fetch_add(1, std::memory_order_relaxed);
+  }
+  /// Notes that this rank sent to (Send) or received from (Recv) `peer`; ignores itself and
+  /// ranks outside the communicator.
+  void notePeer(Operation op, int peer);
+  /// A peer's term in the multiset hash by which a group's peers are compared with every other
+  /// rank (event_path.cc); peerHashOfOthers() is its sum over every rank but this one.
+  static uint64_t peerHash(int peer);
+  uint64_t peerHashOfOthers() const { return peerHashOfOthers_; }
 
   /// Shared ownership between the communicator (until finalize) and its in-flight slots: the
   /// monitor is deleted by whoever lets go last.
@@ -102,11 +132,20 @@ class CommMonitor {
   };
   /// Every key seen so far with its totals, by aggregate index (the slot of a key never moves).
   std::vector<KeyView> keys() const;
-  uint64_t seen() const { return seen_.load(std::memory_order_relaxed); }
-  uint64_t measured() const { return measured_.load(std::memory_order_relaxed); }
-  uint64_t skipped(Skip s) const {
-    return skips_[static_cast<int>(s)].load(std::memory_order_relaxed);
+  uint64_t seen(TaskKind k = TaskKind::Collective) const {
+    return counters(k).seen.load(std::memory_order_relaxed);
   }
+  uint64_t measured(TaskKind k = TaskKind::Collective) const {
+    return counters(k).measured.load(std::memory_order_relaxed);
+  }
+  uint64_t skipped(Skip s, TaskKind k = TaskKind::Collective) const {
+    return counters(k).skips[static_cast<int>(s)].load(std::memory_order_relaxed);
+  }
+  uint64_t groups(GroupOutcome o) const {
+    return groups_[static_cast<int>(o)].load(std::memory_order_relaxed);
+  }
+  /// Distinct ranks this rank sent to (Send) or received from (Recv).
+  unsigned peers(Operation op) const;
   /// "rule 3 (line 12)" for a compiled rule index, "NCCL" for kNcclDecided.
   std::string decisionLabel(uint16_t decision) const;
   /// The size range of the decision's rule ("1M..4M"), for drift warnings; "" for NCCL.
@@ -117,6 +156,13 @@ class CommMonitor {
 
  private:
   ~CommMonitor() = default;  // release() deletes
+
+  struct Counters {
+    std::atomic<uint64_t> seen{0}, measured{0};
+    std::atomic<uint64_t> skips[static_cast<int>(Skip::Count)] = {};
+  };
+  Counters& counters(TaskKind k) { return counters_[static_cast<int>(k)]; }
+  const Counters& counters(TaskKind k) const { return counters_[static_cast<int>(k)]; }
 
   CommIdentity identity_;
   MetricsSettings settings_;
@@ -129,8 +175,12 @@ class CommMonitor {
   std::atomic<unsigned> nextIndex_{0};
   KeyAggregate aggregates_[kMaxKeys + 1];
   CallSamples samples_;
-  std::atomic<uint64_t> seen_{0}, measured_{0};
-  std::atomic<uint64_t> skips_[static_cast<int>(Skip::Count)] = {};
+  Counters counters_[2];
+  std::atomic<uint64_t> groups_[static_cast<int>(GroupOutcome::Count)] = {};
+  // A bit per rank of the communicator: sent to, received from.
+  std::unique_ptr<std::atomic<uint64_t>[]> sentTo_, receivedFrom_;
+  size_t peerWords_ = 0;
+  uint64_t peerHashOfOthers_ = 0;
   std::atomic<int64_t> refs_{1};
 };
 

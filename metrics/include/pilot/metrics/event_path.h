@@ -1,13 +1,20 @@
-// NCCL's profiler events for one collective, in NCCL's order (src/plugin/profiler.cc):
-//   startEvent(Coll)                      application thread, at enqueue
-//   stopEvent(Coll)                       right after: "enqueued", not "done"
-//   per kernel channel, on the proxy thread, usually after the Coll stopped:
-//     startEvent(KernelCh, parent = the Coll's handle, GPU start time)
+// NCCL's profiler events for one kernel plan, in NCCL's order (src/plugin/profiler.cc,
+// src/enqueue.cc hostStreamPlanTask):
+//   startEvent(Group)                     the thread that launches the plan
+//   startEvent(Coll | P2p, parentGroup)   per task of the plan (a collective, a Send, a Recv)
+//   stopEvent(Coll | P2p)                 right after: "enqueued", not "done"
+//   stopEvent(Group)
+//   per kernel channel of each task, on the proxy thread, usually after the task stopped:
+//     startEvent(KernelCh, parent = the task's handle, GPU start time)
 //     recordEventState(KernelChStop, GPU stop time)
 //     stopEvent(KernelCh)
-// A collective is one slot of a process-wide pool; it holds one reference for its Coll event
-// and one per kernel channel, so it stays valid until its last child stops, whatever the order.
-// Handles are not pointers: they carry the slot, a generation and the channel, so a handle from
+// A task is one slot of a process-wide pool; it holds one reference for its task event and one
+// per kernel channel, so it stays valid until its last child stops, whatever the order. Its
+// channels are lanes taken in arrival order: NCCL numbers them by the channel they ran on, which
+// for a Send/Recv, or a collective sharing a plan, is not 0 .. nChannels - 1. A task's time is
+// its slowest channel's; a Send's or Recv's bus bandwidth counts its bytes once. A group whose
+// Send/Recv operations reach every other rank is also timed as one AlltoAll (group_table.h).
+// Handles are not pointers: they carry the slot, a generation and the lane, so a handle from
 // another process (PXN), a stale one (a slot reused since) or garbage is recognized and ignored
 // without being dereferenced. Nothing here allocates, locks or formats.
 #pragma once
@@ -17,6 +24,7 @@
 #include <cstdint>
 
 #include "pilot/metrics/comm_monitor.h"
+#include "pilot/metrics/group_table.h"
 
 namespace pilot::metrics {
 
@@ -29,6 +37,17 @@ struct CollEvent {
   unsigned nChannels = 0;
   const char* algo = nullptr;
   const char* proto = nullptr;
+};
+
+/// A P2p event's descriptor fields (identical in profiler ABI v4, v5 and v6; v4 carries the
+/// group in parentObj, v5 and v6 in p2p.parentGroup).
+struct P2pEvent {
+  const char* func = nullptr;  ///< "Send" or "Recv"
+  size_t count = 0;
+  const char* datatype = nullptr;
+  int peer = -1;
+  unsigned nChannels = 0;
+  void* group = nullptr;  ///< the Group event's handle (ours), or null
 };
 
 /// Kernel events that could not be matched to a collective of ours.
@@ -51,7 +70,9 @@ class EventPath {
   /// is short; the event path then drops everything as NoSlot.
   bool reserve(uint32_t slots = kDefaultSlots);
 
+  void* startGroup(CommMonitor& comm) { return groups_.open(comm); }
   void* startCollective(CommMonitor& comm, const CollEvent& event);
+  void* startP2p(CommMonitor& comm, const P2pEvent& event);
   void* startKernelChannel(void* parent, unsigned channel, uint64_t gpuStart);
   void recordKernelChannelStop(void* handle, uint64_t gpuStop);
   /// stopEvent for any handle of ours; anything else is ignored.
@@ -60,13 +81,18 @@ class EventPath {
   uint64_t orphans(Orphan kind) const {
     return orphans_[static_cast<int>(kind)].load(std::memory_order_relaxed);
   }
-  /// Slots holding a collective now (started and not yet released).
+  /// Slots holding a collective or Send/Recv now (started and not yet released).
   uint32_t slotsInUse() const;
+  /// Groups holding Send/Recv operations now (GroupTable::kEntries at most).
+  uint32_t groupsInUse() const { return groups_.inUse(); }
   uint32_t capacity() const { return capacity_.load(std::memory_order_acquire); }
 
  private:
   struct Slot;
   Slot* decode(void* handle, unsigned* channel, uint32_t* index);
+  /// A slot for a task of `comm` that passed its checks, its fields set; null when none is free.
+  void* publish(CommMonitor& comm, TaskKind kind, const KeyFields& key, uint64_t bytes,
+                double busBytes, unsigned channels, uint32_t group);
   Slot* acquire(uint32_t* index);
   void release(Slot& slot, uint32_t index);
   void complete(Slot& slot);
@@ -77,6 +103,7 @@ class EventPath {
   std::atomic<uint64_t> freeHead_{0};  // (tag << 32) | (index + 1); index + 1 = 0: empty
   std::atomic<uint32_t> inUse_{0};
   std::atomic<uint64_t> orphans_[static_cast<int>(Orphan::Count)] = {};
+  detail::GroupTable groups_;
 };
 
 }  // namespace pilot::metrics

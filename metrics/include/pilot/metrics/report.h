@@ -22,12 +22,19 @@ struct KeyReport {
   KeyTotals interval;    ///< since the previous export
 };
 
+/// Events of one kind (collectives, or Send/Recv operations): seen, measured, skipped by reason.
+struct TaskCounts {
+  uint64_t seen = 0, measured = 0;
+  uint64_t skipped[static_cast<int>(Skip::Count)] = {};
+};
+
 struct CommReport {
   CommIdentity identity;
   bool finalized = false;
-  uint64_t seen = 0, measured = 0;
-  uint64_t skipped[static_cast<int>(Skip::Count)] = {};
-  std::vector<KeyReport> keys;
+  TaskCounts collectives, p2p;
+  uint64_t groups[static_cast<int>(GroupOutcome::Count)] = {};  ///< groups holding Send/Recv
+  unsigned peersSentTo = 0, peersReceivedFrom = 0;
+  std::vector<KeyReport> keys;  ///< collectives, Send/Recv (fields.op) and grouped all-to-alls
   std::vector<CallSamples::View> samples;    ///< since the communicator was created
   std::vector<std::string> sampleDecisions;  ///< per sample: "rule 2 (line 7)" or "NCCL"
   uint64_t samplesOverflow = 0;              ///< calls past CallSamples::kMaxKeys keys
@@ -41,6 +48,7 @@ struct ProcessReport {
   long pid = 0;
   uint64_t orphans[static_cast<int>(Orphan::Count)] = {};
   uint32_t slotsInUse = 0, slots = 0;
+  uint32_t groupsInUse = 0;
   std::vector<CommReport> comms;
 };
 

@@ -1,13 +1,19 @@
 // The JSON-lines summary beside the textfile (nccl_pilot_<host>_<pid>.jsonl), rewritten with
 // every export and last at finalize, read by `nccl-pilot monitor`. One object per line:
-//   {"kind":"process", "node", "pid", "version", "slurm_job_id", "slots", "orphans":{...}}
+//   {"kind":"process", "node", "pid", "version", "slurm_job_id", "slots", "orphans":{...},
+//    "groups_in_use"}
 //   {"kind":"communicator", "comm", "comm_name", "rank", "nranks", "n_nodes", "gpu", "node",
-//    "pid", "abi", "finalized", "seen", "measured", "skipped":{outcome: count}}
+//    "pid", "abi", "finalized", "seen", "measured", "skipped":{outcome: count} (collectives),
+//    "calibration_overflow", "p2p":{"seen", "measured", "skipped":{outcome: count},
+//    "peers":{"Send", "Recv"} (distinct ranks), "groups":{"alltoall", "partial", "untracked"}}}
 //   {"kind":"collective", "comm", "rank", "nranks", "n_nodes", "node", "collective",
 //    "message_size", "size_bucket_bytes", "algo", "proto", "channels", "decision", "band",
 //    "calls", "bytes", "time_us":{"sum","min","max","p50","p99"}, "bus_gbs",
 //    "bus_gbs_geomean", "expected_us" (mean, when calibrated), "drift_ratio",
-//    "bins":[[bin, count], ...]}   (histogram.h's half-octave bins, non-empty ones)
+//    "bins":[[bin, count], ...]}   (histogram.h's half-octave bins, non-empty ones; an
+//    all-to-all NCCL ran as a group of Send/Recv has "algo":"P2P", "proto":"unknown")
+//   {"kind":"p2p", ... as "collective" but "p2p_operation" ("Send", "Recv") for "collective"
+//    and no "algo", "proto", "decision", "band"}
 //   {"kind":"calibration", "comm", "comm_name", "rank", "nranks", "n_nodes", "node", "pid",
 //    "nccl" ("2.28.9" or "unknown"), "fabric", "table_sha256" ("" = none), "collective",
 //    "bytes" (NCCL's nBytes: the tuner's size axis), "message_bytes", "algo", "proto",

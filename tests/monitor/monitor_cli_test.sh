@@ -2,7 +2,9 @@
 # nccl-pilot monitor on files the library itself wrote: four ranks of the bundled demo job
 # (examples/monitoring) replayed through the built profiler by the fake NCCL, then read back.
 # The demo's rank 2 arrives late and its 16 MiB all-reduces run 30% below calibration: the
-# text must name both, the page must stand alone, and bad input must be reported.
+# text must name both, for the data-parallel collectives and for the expert-parallel all-to-all
+# (a group of Send/Recv with every peer) and pipeline Send/Recv too; the page must stand alone,
+# and bad input must be reported.
 # Usage: monitor_cli_test.sh NCCL_PILOT REPLAY PROFILER_MODULE SOURCE_DIR
 set -euo pipefail
 [[ $# -eq 4 ]] || { echo "usage: $0 NCCL_PILOT REPLAY PROFILER_MODULE SOURCE_DIR" >&2; exit 2; }
@@ -28,10 +30,21 @@ grep -E '^  AllReduce +16-32MB +RING/SIMPLE +8  rule 2 \(line 6\) +400 .* 700\.0
 [[ $(grep -c DRIFT "$work/out.txt") -eq 1 ]] || fail "only the 16 MiB band drifts"
 expect "drift: 1 tuned group(s) below 80% of their calibrated bus bandwidth" "$work/out.txt"
 expect "AllGather     256-512KB  RING/SIMPLE        4  rule 3 (line 7)        400" "$work/out.txt"
+# Point-to-point: the all-to-all as one operation beside its Sends and Recvs, the pipeline's
+# Sends and Recvs, and the late rank in both.
+expect 'comm 0xe9 "ep": 4 ranks on 2 nodes (4 in the files)' "$work/out.txt"
+expect "AlltoAll      1-2MB      P2P (grouped)      2  NCCL                   400" "$work/out.txt"
+expect "Send          1-2MB      -                  2  NCCL                  1200" "$work/out.txt"
+expect 'comm 0x99 "pp": 4 ranks on 2 nodes (4 in the files)' "$work/out.txt"
+expect "Recv          4-8MB      -                  4  NCCL                   400" "$work/out.txt"
+[[ $(grep -c "late arriver: rank 2 (its kernels were the shortest in" "$work/out.txt") -eq 3 ]] ||
+  fail "rank 2 is the late arriver of all three communicators: $(cat "$work/out.txt")"
 
 html=$work/job.html
 [[ $(head -c 15 "$html") == "<!DOCTYPE html>" ]] || fail "not an HTML page"
-[[ $(grep -o '<svg' "$html" | wc -l) -eq 2 ]] || fail "one chart per collective (AllReduce, AllGather)"
+# One chart per operation of each communicator: AllReduce, AllGather; AlltoAll, Send, Recv;
+# Send, Recv.
+[[ $(grep -o '<svg' "$html" | wc -l) -eq 7 ]] || fail "one chart per operation and communicator"
 [[ $(grep -c '<script\|<link\|src=' "$html") -eq 0 ]] || fail "the page fetches or runs something"
 [[ $(grep -o 'https\{0,1\}://[^" ]*' "$html" | grep -vc '^http://www.w3.org/2000/svg$' || true) -eq 0 ]] ||
   fail "a URL other than the SVG namespace"

@@ -8,10 +8,15 @@
 // Scenario lines ('#' starts a comment):
 //   comm ID NAME NRANKS NNODES
 //   coll ID FUNC COUNT DATATYPE ALGO PROTO CHANNELS CALLS US[,US...]
+//   p2p ID Send|Recv BYTES PEER_OFFSET CHANNELS CALLS US[,US...]   (the peer: rank + offset,
+//                                                                    modulo NRANKS; one group)
+//   alltoall ID BYTES CHANNELS CALLS US[,US...]   (one group: a Send and a Recv of BYTES with
+//                                                  every other rank; US is the exchange's span)
 // US is the kernel time of one call in microseconds, one value for every rank or one per rank;
 // calls vary by +-2% around it (--jitter; deterministically), channel c takes (1 - 0.02 c) of
-// the call. --repeat-for replays the collectives again and again for that long, as a job keeps
-// calling them; --hold then keeps the communicators open that long (for scrapes).
+// the call (of an all-to-all, operation i starts i x 0.2% of the span late and ends with it).
+// --repeat-for replays the collectives again and again for that long, as a job keeps calling them;
+// --hold then keeps the communicators open that long (for scrapes).
 #include <unistd.h>
 
 #include <chrono>
@@ -36,12 +41,42 @@ struct CommLine {
 };
 
 struct CollLine {
+  enum Kind { Coll, P2p, AlltoAll } kind = Coll;
   uint64_t comm = 0;
-  fakeprof::Collective base;
+  fakeprof::Collective base;  ///< Coll
+  std::string func;           ///< P2p
+  size_t bytes = 0;           ///< P2p, AlltoAll
+  int peerOffset = 0;         ///< P2p
   int channels = 1;
   int calls = 1;
   std::vector<double> us;
 };
+
+/// The Send/Recv operations of one call of a p2p or alltoall line, for `rank` of `nRanks`, whose
+/// kernels start at `clock` and take `ns` (the span of an exchange).
+std::vector<fakeprof::P2p> p2pCall(const CollLine& c, int rank, int nRanks, uint64_t ns,
+                                   uint64_t clock) {
+  std::vector<fakeprof::P2p> ops;
+  auto add = [&](const std::string& func, int peer, uint64_t late) {
+    fakeprof::P2p p;
+    p.func = func;
+    p.peer = peer;
+    p.count = c.bytes;
+    p.channels = fakeprof::channelsTaking(c.channels, ns - late, clock + late, 0.0);
+    p.firstChannel = static_cast<int>(ops.size() % 32);
+    ops.push_back(p);
+  };
+  if (c.kind == CollLine::P2p) {
+    add(c.func, ((rank + c.peerOffset) % nRanks + nRanks) % nRanks, 0);
+    return ops;
+  }
+  for (const char* func : {"Send", "Recv"}) {
+    for (int peer = 0; peer < nRanks; ++peer) {
+      if (peer != rank) add(func, peer, ns * ops.size() / 500);
+    }
+  }
+  return ops;
+}
 
 int usage(const char* why) {
   std::fprintf(stderr,
@@ -116,6 +151,22 @@ int main(int argc, char** argv) {
         c.us = parseTimes(times);
         if (c.us.empty()) throw std::invalid_argument("no time");
         colls.push_back(c);
+      } else if (kind == "p2p" || kind == "alltoall") {
+        CollLine c;
+        c.kind = kind == "p2p" ? CollLine::P2p : CollLine::AlltoAll;
+        std::string id, times;
+        words >> id;
+        if (c.kind == CollLine::P2p) words >> c.func;
+        words >> c.bytes;
+        if (c.kind == CollLine::P2p) words >> c.peerOffset;
+        words >> c.channels >> c.calls >> times;
+        if (c.kind == CollLine::P2p && c.func != "Send" && c.func != "Recv") {
+          throw std::invalid_argument(c.func);
+        }
+        c.comm = std::stoull(id, nullptr, 0);
+        c.us = parseTimes(times);
+        if (c.us.empty()) throw std::invalid_argument("no time");
+        colls.push_back(c);
       } else {
         throw std::invalid_argument(kind);
       }
@@ -132,7 +183,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::map<uint64_t, std::unique_ptr<fakeprof::Comm>> open;
+  std::map<uint64_t, int> ranksOf;
   for (const CommLine& c : comms) {
+    ranksOf[c.id] = c.nRanks;
     open[c.id] = std::make_unique<fakeprof::Comm>(m, abi, c.id, c.name, c.nNodes, c.nRanks, rank);
     if (open[c.id]->context() == nullptr) {
       std::fprintf(stderr, "pilot_profiler_replay: the library does not measure comm %s\n",
@@ -153,10 +206,20 @@ int main(int argc, char** argv) {
       fakeprof::Comm& comm = *open[c.comm];
       const double us = c.us[c.us.size() == 1 ? 0 : static_cast<size_t>(rank) % c.us.size()];
       for (int k = 0; k < c.calls; ++k) {
-        fakeprof::Collective coll = c.base;
-        coll.seqNumber = sequence[{c.comm, coll.func}]++;
         const double jitter = 1.0 + jitterFraction * std::sin(static_cast<double>(k) * 1.7);
         const auto ns = static_cast<uint64_t>(us * 1000.0 * jitter);
+        if (c.kind != CollLine::Coll) {
+          const auto ops = p2pCall(c, rank, ranksOf[c.comm], ns, clock);
+          clock += ns + 5000;
+          const std::vector<void*> handles = comm.enqueueGroup(ops);
+          std::thread proxy([&] {
+            for (size_t i = 0; i < ops.size(); ++i) comm.kernels(handles[i], ops[i]);
+          });
+          proxy.join();
+          continue;
+        }
+        fakeprof::Collective coll = c.base;
+        coll.seqNumber = sequence[{c.comm, coll.func}]++;
         coll.channels = fakeprof::channelsTaking(c.channels, ns, clock);
         clock += ns + 5000;
         void* h = comm.enqueue(coll);

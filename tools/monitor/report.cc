@@ -25,7 +25,11 @@ std::string pad(std::string s, size_t width, bool right = false) {
 }
 
 std::string algoProto(const Group& g) {
-  return g.collective == "other" ? "other" : g.algo + "/" + g.proto;
+  if (g.collective == "other") return "other";
+  if (g.algo.empty()) return "-";  // a Send or Recv
+  // An all-to-all NCCL ran as Send/Recv: each operation picked its protocol.
+  if (g.algo == "P2P") return "P2P (grouped)";
+  return g.algo + "/" + g.proto;
 }
 
 std::string lateLine(const LateArriver& l) {

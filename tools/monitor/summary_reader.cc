@@ -58,8 +58,12 @@ void readLine(const json& j, const std::string& file, Summaries* out) {
     c.seen = get<uint64_t>(j, "seen", 0);
     c.measured = get<uint64_t>(j, "measured", 0);
     out->comms.push_back(c);
-  } else if (kind == "collective") {
+  } else if (kind == "collective" || kind == "p2p") {
+    // A Send or Recv reads as a collective named by its operation: no algorithm, protocol or
+    // rule picks it, and the late-arriver analysis holds for it as for a collective.
+    const bool p2p = kind == "p2p";
     CollectiveRecord r;
+    r.p2p = p2p;
     r.file = file;
     r.comm = get<std::string>(j, "comm", "");
     r.commName = get<std::string>(j, "comm_name", "");
@@ -67,12 +71,12 @@ void readLine(const json& j, const std::string& file, Summaries* out) {
     r.rank = get<int>(j, "rank", 0);
     r.nRanks = get<int>(j, "nranks", 0);
     r.nNodes = get<int>(j, "n_nodes", 0);
-    r.collective = get<std::string>(j, "collective", "other");
+    r.collective = get<std::string>(j, p2p ? "p2p_operation" : "collective", "other");
     r.messageSize = get<std::string>(j, "message_size", "other");
     r.sizeBucketBytes = get<uint64_t>(j, "size_bucket_bytes", 0);
-    r.algo = get<std::string>(j, "algo", "other");
-    r.proto = get<std::string>(j, "proto", "other");
-    r.decision = get<std::string>(j, "decision", "other");
+    r.algo = p2p ? "" : get<std::string>(j, "algo", "other");
+    r.proto = p2p ? "" : get<std::string>(j, "proto", "other");
+    r.decision = get<std::string>(j, "decision", p2p ? "NCCL" : "other");
     r.band = get<std::string>(j, "band", "");
     r.channels = get<int>(j, "channels", 0);
     r.calls = get<uint64_t>(j, "calls", 0);

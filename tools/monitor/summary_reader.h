@@ -1,6 +1,6 @@
 // Reading the profiler's JSON-lines summaries (metrics/include/pilot/metrics/summary.h): every
-// nccl_pilot_*.jsonl of a directory, or the files given, one record per "collective" and per
-// "communicator" line. A line that does not parse is a note naming file and line, not an error.
+// nccl_pilot_*.jsonl of a directory, or the files given, one record per "collective", "p2p"
+// and "communicator" line. A line that does not parse is a note naming file and line, not an error.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@ namespace pilot::cli::monitor {
 
 struct CollectiveRecord {
   std::string file;
+  bool p2p = false;  ///< a Send or Recv ("collective" names it; no algo, proto)
   std::string comm, commName, node;
   int rank = 0, nRanks = 0, nNodes = 0;
   std::string collective;  ///< "other" for the shared overflow key

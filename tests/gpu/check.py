@@ -170,7 +170,7 @@ def check_shutdown(report, phase):
 
 
 def check_results(report, phase, sizes, iters):
-    wrong, ops = [], 0
+    wrong, ops, p2p = [], 0, set()
     for res in phase.results:
         if not res:
             continue
@@ -178,10 +178,15 @@ def check_results(report, phase, sizes, iters):
             ops += 1
             if op.get("wrong"):
                 wrong.append(f"rank {res['rank']} {op['coll']} {human(op['bytes'])}: {op['wrong']}")
+        for op in res.get("p2p_ops", []):  # the metrics phase's all-to-all and ring exchange
+            p2p.add(f"{op['coll']} {human(op['bytes'])}")
+            if op.get("wrong"):
+                wrong.append(f"rank {res['rank']} {op['coll']} {human(op['bytes'])}: {op['wrong']}")
     want = phase.ranks * len(COLLECTIVES) * len(sizes)
     ok = not wrong and ops == want
     evidence = (f"{ops // phase.ranks} collectives x {iters} iterations exact on every rank "
-                f"({', '.join(COLLECTIVES)} at {', '.join(human(s) for s in sizes)})" if ok else
+                f"({', '.join(COLLECTIVES)} at {', '.join(human(s) for s in sizes)}"
+                + (f"; and {', '.join(sorted(p2p))}" if p2p else "") + ")" if ok else
                 f"{ops} of {want} (rank, collective, size) results recorded; "
                 + "; ".join(wrong[:3]))
     report.add(phase.name, "results", ok, evidence)
@@ -450,6 +455,7 @@ def main():
         if name == "metrics":
             metrics_check.check_profiler(report, phase)
             metrics_check.check_metrics(report, phase, sizes, iters, expects)
+            metrics_check.check_p2p(report, phase)
         if name in PLUGIN_PHASES:
             check_warnings(report, phase)
         entry["ms_per_iter"] = {f"{op['coll']} {op['bytes']}": op.get("ms_per_iter")

@@ -236,7 +236,9 @@ def synthesize_metrics_phase(root):
             log.write("h:1:1 [0] NCCL INFO PROFILER/Plugin: Loaded Pilot (v5)\n"
                       "h:1:1 [0] NCCL INFO PROFILER/Pilot: measuring collectives (files in "
                       "metrics, every 5 s)\n")
-        ops = json.loads((root / "metrics" / f"rank{rank}.json").read_text())["ops"]
+        result_path = root / "metrics" / f"rank{rank}.json"
+        result = json.loads(result_path.read_text())
+        ops = result["ops"]
         lines = [f"comm 0x7e57 world {ranks} {ranks}"]
         for op in ops:
             func = NCCL_NAMES[op["coll"]]
@@ -245,6 +247,18 @@ def synthesize_metrics_phase(root):
             us = op["ms_per_iter"] * 1000 / 2
             lines.append(f"coll 0x7e57 {func} {per_rank // 4} ncclFloat32 {algo} {proto} "
                          f"{channels} {op['iters']} {us}")
+        # rank.py's point-to-point step (PILOT_GPU_P2P_BYTES=262144): an all-to-all as a group
+        # of Send/Recv with every peer, and a ring exchange, each 0.4 ms per iteration.
+        iters = ops[0]["iters"]
+        result["p2p_ops"] = [
+            {"coll": "alltoall", "bytes": 262144, "iters": iters, "wrong": None,
+             "ms_per_iter": 0.8},
+            {"coll": "sendrecv", "bytes": 524288, "iters": iters, "wrong": None,
+             "ms_per_iter": 0.8}]
+        result_path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        lines += [f"alltoall 0x7e57 262144 2 {iters} 400",
+                  f"p2p 0x7e57 Send 524288 1 2 {iters} 400",
+                  f"p2p 0x7e57 Recv 524288 -1 2 {iters} 400"]
         scenario = root / "metrics" / f"rank{rank}.scenario"
         scenario.write_text("\n".join(lines) + "\n", encoding="utf-8")
         env = dict(os.environ, NCCL_PILOT_METRICS_DIR=str(root / "metrics" / "metrics"),
@@ -276,8 +290,10 @@ class MetricsPhase(RecordedRunCase):
         failed, out = self.failures()
         self.assertEqual(failed, [])
         for check in ("profiler", "metrics-files", "metrics-count", "metrics-time",
-                      "metrics-rule"):
+                      "metrics-rule", "metrics-p2p"):
             self.assertRegex(out, rf"PASS metrics +{check} ")
+        self.assertIn("all 12 (rank, operation) measured once per iteration within its wall "
+                      "time; the all-to-all as a group of Send/Recv", out)
         self.assertIn("all 72 (rank, collective, size) measured exactly 3 times", out)
         self.assertIn("72 (rank, collective, size) decisions credited", out)
 
@@ -306,6 +322,20 @@ class MetricsPhase(RecordedRunCase):
         failed, out = self.failures()
         self.assertEqual(failed, ["metrics metrics-rule"])
         self.assertIn("['NCCL'], table line ['(line 8)']", out)
+
+    def test_an_all_to_all_not_measured_as_one(self):
+        self.edit(self.summary_of(1), r'\{"kind":"collective"[^\n]*"collective":"AlltoAll"'
+                  r'[^\n]*\n', "")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["metrics metrics-p2p"])
+        self.assertIn("rank 1 alltoall AlltoAll 262144: 0 measured, 3 run", out)
+
+    def test_a_ring_exchange_with_a_recv_missing(self):
+        self.edit(self.summary_of(3), r'\{"kind":"p2p"[^\n]*"p2p_operation":"Recv",'
+                  r'"message_size":"512KB-1MB"[^\n]*\n', "")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["metrics metrics-p2p"])
+        self.assertIn("rank 3 sendrecv Recv 524288: 0 measured, 3 run", out)
 
     def test_a_rank_that_wrote_no_files(self):
         summary = self.dir / self.summary_of(1)

@@ -8,6 +8,10 @@ profiler plugin (NCCL_PROFILER_PLUGIN) writing into <phase>/metrics (NCCL_PILOT_
   metrics-time  every such kernel time is positive and within the host's wall time per
                 iteration (a kernel runs inside the iteration that waits for it)
   metrics-rule  where the table selects, the summary credits the decision to that table line
+  metrics-p2p   rank.py's all-to-all is measured as one AlltoAll per iteration (a group of
+                Send/Recv with every peer, or NCCL's own ncclAlltoAll), and its ring exchange
+                as one Send and one Recv per iteration, on every rank, each within the wall
+                time per iteration (only when the run had point-to-point traffic)
 Used by check.py; docs/validation.md explains them.
 """
 import json
@@ -33,7 +37,7 @@ def read_summaries(directory):
     """{rank: {"comms": [...], "colls": [...]}} from every nccl_pilot_*.jsonl, and notes."""
     out, notes = {}, []
     for path in sorted(directory.glob("nccl_pilot_*.jsonl")):
-        comms, colls = [], []
+        comms, colls, p2p = [], [], []
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             try:
                 obj = json.loads(line)
@@ -44,11 +48,13 @@ def read_summaries(directory):
                 comms.append(obj)
             elif obj.get("kind") == "collective":
                 colls.append(obj)
+            elif obj.get("kind") == "p2p":
+                p2p.append(obj)
         ranks = {c["rank"] for c in comms}
         if len(ranks) != 1:
             notes.append(f"{path.name}: {len(ranks)} ranks in one process's summary")
             continue
-        out[ranks.pop()] = {"comms": comms, "colls": colls, "file": path.name}
+        out[ranks.pop()] = {"comms": comms, "colls": colls, "p2p": p2p, "file": path.name}
     return out, notes
 
 
@@ -120,6 +126,46 @@ def check_metrics(report, phase, sizes, iters, expects):
                f"{credited} (rank, collective, size) decisions credited to the table line that "
                "selects them" if not wrong_rule and credited else
                ("; ".join(wrong_rule[:3]) or "no decision of the table to credit"))
+
+
+def check_p2p(report, phase):
+    """metrics-p2p; nothing when no rank ran point-to-point traffic (older recorded runs)."""
+    summaries, _ = read_summaries(phase.dir / "metrics")
+    wrong, checked, alltoall_kinds = [], 0, set()
+    for rank in range(phase.ranks):
+        result = phase.results[rank] or {}
+        summary = summaries.get(rank, {})
+        for op in result.get("p2p_ops", []):
+            want = bucket(op["bytes"])
+            if op["coll"] == "alltoall":
+                groups = {"AlltoAll": [c for c in summary.get("colls", [])
+                                       if c.get("collective") == "AlltoAll"
+                                       and c.get("size_bucket_bytes") == want]}
+                alltoall_kinds.update(c.get("algo") for c in groups["AlltoAll"])
+            else:
+                groups = {name: [c for c in summary.get("p2p", [])
+                                 if c.get("p2p_operation") == name
+                                 and c.get("size_bucket_bytes") == want]
+                          for name in ("Send", "Recv")}
+            for name, rows in groups.items():
+                checked += 1
+                calls = sum(c["calls"] for c in rows)
+                if calls != op["iters"]:
+                    wrong.append(f"rank {rank} {op['coll']} {name} {op['bytes']}: {calls} "
+                                 f"measured, {op['iters']} run")
+                    continue
+                mean_us = sum(c["time_us"]["sum"] for c in rows) / calls
+                wall_us = (op.get("ms_per_iter") or 0) * 1000
+                if not 0 < mean_us <= wall_us:
+                    wrong.append(f"rank {rank} {op['coll']} {name}: kernel {mean_us:.1f} us, "
+                                 f"wall {wall_us:.1f} us per iteration")
+    if checked == 0:
+        return
+    how = ", ".join(sorted("a group of Send/Recv" if a == "P2P" else f"NCCL's ncclAlltoAll ({a})"
+                           for a in alltoall_kinds if a)) or "?"
+    report.add(phase.name, "metrics-p2p", not wrong,
+               f"all {checked} (rank, operation) measured once per iteration within its wall "
+               f"time; the all-to-all as {how}" if not wrong else "; ".join(wrong[:3]))
 
 
 def profiler_cost(phases, gpus):

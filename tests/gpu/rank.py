@@ -6,10 +6,16 @@ plugin. The rank runs
 all-reduce, all-gather and reduce-scatter over a size sweep, checks every result exactly
 (small integers in float32 add without rounding) and writes what it did to a JSON file.
 
+With PILOT_GPU_P2P_BYTES=B it then runs point-to-point traffic, checked as exactly: an
+all_to_all_single of B bytes per peer (MoE dispatch; PyTorch issues it as a group of
+ncclSend/ncclRecv with every rank, or as ncclAlltoAll) and a ring exchange of 2B bytes
+(batch_isend_irecv: a Send to the next rank, a Recv from the previous one; pipeline stages).
+
 Usage: python3 rank.py RANK WORLD PORT SIZES ITERS RESULT_JSON [GPUS]
   SIZES  comma-separated byte counts, as nccl-tests' `size` (all-gather / reduce-scatter:
          the total over all ranks, which is also what NCCL hands its tuner)
 """
+import os
 import datetime
 import json
 import sys
@@ -58,13 +64,42 @@ def run_one(coll, size, rank, world, device):
             f"{float(got[first])} instead of {float(want[first])}")
 
 
+def run_p2p(kind, size, rank, world, device):
+    """One all-to-all of `size` bytes per peer, or one ring exchange of `size` bytes; returns
+    None if the result is exact, else a reason."""
+    count = size // ELEMENT
+    if kind == "alltoall":
+        data = pattern(count * world, rank, device)  # chunk j goes to rank j
+        got = torch.empty_like(data)
+        dist.all_to_all_single(got, data)
+        want = torch.cat([pattern(count * world, r, device)[rank * count:(rank + 1) * count]
+                          for r in range(world)])
+    else:
+        data = pattern(count, rank, device)
+        got = torch.empty_like(data)
+        ops = [dist.P2POp(dist.isend, data, (rank + 1) % world),
+               dist.P2POp(dist.irecv, got, (rank - 1) % world)]
+        for request in dist.batch_isend_irecv(ops):
+            request.wait()
+        want = pattern(count, (rank - 1) % world, device)
+    torch.cuda.synchronize(device)
+    wrong = (got != want).nonzero()
+    if wrong.numel() == 0:
+        return None
+    first = int(wrong[0][0])
+    return (f"{wrong.numel()} wrong element(s), first at {first}: "
+            f"{float(got[first])} instead of {float(want[first])}")
+
+
 def main():
     rank, world, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     sizes = [int(s) for s in sys.argv[4].split(",")]
     iters = int(sys.argv[5])
     result_path = sys.argv[6]
     gpus = int(sys.argv[7]) if len(sys.argv) > 7 else 1
-    result = {"rank": rank, "world": world, "ops": [], "errors": [], "finished": False}
+    p2p_bytes = int(os.environ.get("PILOT_GPU_P2P_BYTES", "0"))
+    result = {"rank": rank, "world": world, "ops": [], "p2p_ops": [], "errors": [],
+              "finished": False}
     try:
         device = torch.device(f"cuda:{rank % gpus}")
         torch.cuda.set_device(device)
@@ -86,6 +121,15 @@ def main():
                     op["wrong"] = op["wrong"] or run_one(coll, size, rank, world, device)
                 op["ms_per_iter"] = round((time.monotonic() - begin) * 1000 / iters, 3)
                 result["ops"].append(op)
+        for kind, size in (("alltoall", p2p_bytes), ("sendrecv", 2 * p2p_bytes)):
+            if size <= 0:
+                continue
+            op = {"coll": kind, "bytes": size, "iters": iters, "wrong": None}
+            begin = time.monotonic()
+            for _ in range(iters):
+                op["wrong"] = op["wrong"] or run_p2p(kind, size, rank, world, device)
+            op["ms_per_iter"] = round((time.monotonic() - begin) * 1000 / iters, 3)
+            result["p2p_ops"].append(op)
         dist.barrier()
         dist.destroy_process_group()
         result["finished"] = True
@@ -93,7 +137,8 @@ def main():
         result["errors"].append(traceback.format_exc())
     with open(result_path, "w", encoding="utf-8") as out:
         json.dump(result, out, indent=1)
-    return 0 if result["finished"] and not any(op["wrong"] for op in result["ops"]) else 1
+    wrong = any(op["wrong"] for op in result["ops"] + result["p2p_ops"])
+    return 0 if result["finished"] and not wrong else 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@
 #   topo-only  NCCL_PILOT_TRANSPORT=none: NCCL uses its own Socket transport, still with our
 #              topology file and tuner
 #   metrics    tuned again with our profiler (NCCL_PROFILER_PLUGIN) measuring every collective
-#              into <phase>/metrics (NCCL_PILOT_METRICS_DIR)
+#              into <phase>/metrics (NCCL_PILOT_METRICS_DIR), then an all-to-all of 256 KiB per
+#              peer and a ring Send/Recv of 512 KiB (rank.py, PILOT_GPU_P2P_BYTES)
 #   explore    NCCL's Socket transport, tuner and profiler from the net plugin's library (one
 #              copy, as by default), NCCL_PILOT_TUNER_EXPLORE=0.25: every rank must run the same
 #              cell on every call, and the cells exploration selected
@@ -190,7 +191,8 @@ run_phase() { # PHASE
   metrics)
     mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
       NCCL_PILOT_TUNER_TABLE="$table" NCCL_PROFILER_PLUGIN="$profiler_lib"
-      NCCL_PILOT_METRICS_DIR="$dir/metrics" NCCL_PILOT_METRICS_INTERVAL_S=5)
+      NCCL_PILOT_METRICS_DIR="$dir/metrics" NCCL_PILOT_METRICS_INTERVAL_S=5
+      PILOT_GPU_P2P_BYTES=262144)
     ;;
   explore)
     # NCCL_TUNER_PLUGIN and NCCL_PROFILER_PLUGIN unset: NCCL takes both from the net plugin's

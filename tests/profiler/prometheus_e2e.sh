@@ -41,6 +41,11 @@ cat >"$work/scenario" <<'SCENARIO'
 comm 0xe2e dp 4 1
 coll 0xe2e AllReduce 262144 ncclFloat32 RING SIMPLE 4 5 250
 coll 0xe2e AllGather 65536 ncclBfloat16 RING LL128 2 3 40
+comm 0x99 pp 4 1
+p2p 0x99 Send 1048576 1 2 4 49.9
+p2p 0x99 Recv 1048576 -1 2 4 49.9
+comm 0xa2a ep 4 1
+alltoall 0xa2a 65536 1 3 200
 SCENARIO
 NCCL_PILOT_METRICS_DIR="$work/textfile" NCCL_PILOT_METRICS_INTERVAL_S=1 \
   NCCL_PILOT_METRICS_PORT="$lib_port" SLURM_JOB_ID=e2e \
@@ -58,9 +63,9 @@ done
 [[ -n $prom ]] || { echo "FAIL: the library wrote no textfile"; cat "$work/replay.log"; exit 1; }
 cp "$prom" "$work/expected.prom"
 if command -v promtool >/dev/null; then
-  # Exit 3 = lint problems; the only one allowed is on Inspector's own metric name.
+  # Exit 3 = lint problems; the only ones allowed are on Inspector's own metric names.
   lint=$(promtool check metrics <"$work/expected.prom" 2>&1) && code=0 || code=$?
-  if [[ $code -ne 0 && ($code -ne 3 || $(grep -cv '^nccl_collective_exec_time_microseconds use base unit' <<<"$lint") -ne 0) ]]; then
+  if [[ $code -ne 0 && ($code -ne 3 || $(grep -Ecv '^nccl_(collective|p2p)_exec_time_microseconds use base unit' <<<"$lint") -ne 0) ]]; then
     echo "FAIL: promtool check metrics (exit $code): $lint"
     exit 1
   fi
@@ -148,6 +153,28 @@ check("HTTP endpoint: our histogram's sum over count",
 check("HTTP endpoint: our histogram through histogram_quantile",
       'histogram_quantile(0.99, nccl_pilot_collective_time_seconds_bucket{job="pilot",'
       'collective="AllGather"}) > 3.2e-05', 0.99 * (6.4e-05 - 3.2e-05) + 3.2e-05)
+# Send/Recv of 1 MiB taking 49.9 us (bus factor 1), and a 4-rank all-to-all over Send/Recv
+# whose operations span 200 us.
+exec_send = file_value("nccl_p2p_exec_time_microseconds", p2p_operation="Send", comm_name="pp")
+bus_recv = file_value("nccl_p2p_bus_bandwidth_gbs", p2p_operation="Recv", comm_name="pp")
+for what, got, want in (("Send time", exec_send, 49.9), ("Recv bus bandwidth", bus_recv,
+                                                         1048576 / 49900)):
+    if abs(got - want) > 1e-9 * want:
+        print(f"FAIL the textfile's {what} is {got}, the GPU timestamps imply {want}")
+        failures += 1
+check("node_exporter textfile: Inspector's P2P exec time",
+      'nccl_p2p_exec_time_microseconds{job="node",p2p_operation="Send",comm_name="pp",'
+      'message_size="1-2MB"}', exec_send)
+check("node_exporter textfile: Inspector's P2P bus bandwidth",
+      'nccl_p2p_bus_bandwidth_gbs{job="node",p2p_operation="Recv",comm_name="pp"}', bus_recv)
+check("HTTP endpoint: our P2P histogram's sum over count",
+      'nccl_pilot_p2p_time_seconds_sum{job="pilot",p2p_operation="Recv",comm="0x99"}'
+      ' / nccl_pilot_p2p_time_seconds_count', 49.9e-6)
+check("HTTP endpoint: the grouped all-to-all's span",
+      'nccl_pilot_collective_time_seconds_sum{job="pilot",collective="AlltoAll",'
+      'algo_proto="P2P"} / nccl_pilot_collective_time_seconds_count', 200e-6)
+check("HTTP endpoint: distinct peers sent to",
+      'nccl_pilot_p2p_peers{job="pilot",comm="0xa2a",p2p_operation="Send"}', 3)
 check("node_exporter read the file without error", 'node_textfile_scrape_error{job="node"}', 0)
 sys.exit(1 if failures else 0)
 CHECK

@@ -35,7 +35,6 @@ struct EventPath::Slot {
   std::atomic<uint32_t> refs{0};
   std::atomic<uint32_t> taskStopped{0};
   std::atomic<uint32_t> nextFree{0};           // index + 1 of the next free slot
-  std::atomic<uint32_t> lanes{0};              // kernel channels that took a lane
   std::atomic<uint64_t> channelsSeen{0};       // NCCL's channel ids, to refuse a second start
   std::atomic<uint64_t> stopped{0}, timed{0};  // per lane
   std::atomic<uint64_t> maxNs{0};
@@ -261,7 +260,6 @@ void* EventPath::publish(CommMonitor& comm, TaskKind kind, const KeyFields& key,
                                                   static_cast<uint8_t>(channels)})
                          : CallSamples::kNoKey;
   slot->nChannels = channels;
-  slot->lanes.store(0, kRelaxed);
   slot->channelsSeen.store(0, kRelaxed);
   slot->stopped.store(0, kRelaxed);
   slot->timed.store(0, kRelaxed);
@@ -284,11 +282,13 @@ void* EventPath::startKernelChannel(void* parent, unsigned channel, uint64_t gpu
   CommMonitor* comm = slot->comm.load(kRelaxed);
   const TaskKind kind = slot->kind;
   // One lane per distinct channel id, as many as NCCL announced: a second start for a channel,
-  // or one channel too many, is ignored.
+  // or one channel too many, is ignored. Each fetch_or adds one bit, so the bits set before it
+  // number the lanes 0, 1, 2, ... in the order the starts land, whatever the threads.
   const uint64_t bit = channel < kMaxChannels ? uint64_t{1} << channel : 0;
   uint32_t lane = UINT32_MAX;
-  if (c == 0 && bit != 0 && (slot->channelsSeen.fetch_or(bit, kAcqRel) & bit) == 0) {
-    lane = slot->lanes.fetch_add(1, kAcqRel);
+  if (c == 0 && bit != 0) {
+    const uint64_t before = slot->channelsSeen.fetch_or(bit, kAcqRel);
+    if ((before & bit) == 0) lane = static_cast<uint32_t>(__builtin_popcountll(before));
   }
   if (lane >= slot->nChannels) {
     if (comm != nullptr) comm->count(Skip::IgnoredKernel, kind);

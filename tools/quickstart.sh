@@ -84,7 +84,7 @@ for rank in 0 1 2 3; do
 done
 step "the profiler's files of a bundled 4-rank demo job (replayed through it by the test suite's fake NCCL)" \
   ls build/monitor-demo
-step "read back: calls, kernel times, decisions, drift against the table's calibration, the late rank" \
+step "read back: calls, kernel times, decisions, drift against the table's calibration, the late rank; the MoE all-to-all (a group of Send/Recv) as one operation, the pipeline's Send/Recv" \
   "$pilot" monitor build/monitor-demo --html build/monitor.html
 # In-job calibration on a simulated 2-node job (tests/sim: a synthetic truth, one process per
 # rank driving the built tuner and profiler through NCCL's ABIs, per-call noise and stragglers).

@@ -1,5 +1,6 @@
 #include "pilot/metrics/event_path.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -18,29 +19,68 @@ constexpr uint64_t kMagic = 0xB7;
 constexpr uint32_t kGenerationMask = 0xffffff;
 constexpr uint32_t kMaxSlots = 0xffffff;
 
-void* encode(uint32_t generation, uint32_t index, unsigned channelPlusOne) {
-  const uint64_t h = kMagic << 56 | static_cast<uint64_t>(generation & kGenerationMask) << 32 |
-                     static_cast<uint64_t>(index) << 8 | channelPlusOne;
-  return reinterpret_cast<void*>(static_cast<uintptr_t>(h));
+// A slot's state: its generation (handles carry the low 24 bits) << 32 | its references.
+constexpr uint64_t kReferenceMask = 0xffffffff;
+constexpr uint64_t kOneGeneration = uint64_t{1} << 32;
+
+uint32_t generationOf(uint64_t state) {
+  return static_cast<uint32_t>(state >> 32) & kGenerationMask;
 }
 
-uint64_t allChannels(unsigned n) {
-  return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+// A lane's word: the generation's low 20 bits | phase (2) | timed (1) | the NCCL channel id it
+// holds (6) | the longest stop - start recorded, in ns (35 bits; longer is kept as 34 s). The
+// task's word: generation | stopped. Each event changes its word with one compare-and-swap
+// that expects the handle's generation: an event NCCL should not send (a second start or stop,
+// a stop state after the stop) holds no reference on the slot, so the task may complete and
+// another take the slot meanwhile, and that swap then fails instead of changing the other's.
+constexpr int kTagShift = 44;
+constexpr uint64_t kTagMask = uint64_t{0xfffff} << kTagShift;
+constexpr uint64_t kArmed = uint64_t{1} << 42;  // a lane of the task; no channel took it yet
+constexpr uint64_t kStarted = uint64_t{2} << 42;
+constexpr uint64_t kStopped = uint64_t{3} << 42;
+constexpr uint64_t kPhaseMask = uint64_t{3} << 42;
+constexpr uint64_t kTimed = uint64_t{1} << 41;
+constexpr int kChannelShift = 35;
+constexpr uint64_t kChannelMask = uint64_t{63} << kChannelShift;
+constexpr uint64_t kMaxNs = (uint64_t{1} << kChannelShift) - 1;
+constexpr uint32_t kTaskStopped = uint32_t{1} << 24;
+
+uint64_t laneTag(uint32_t generation) {
+  return uint64_t{generation & 0xfffff} << kTagShift;
+}
+
+unsigned channelOf(uint64_t word) {
+  return static_cast<unsigned>((word & kChannelMask) >> kChannelShift);
+}
+
+void* encode(uint32_t generation, uint32_t index, unsigned lanePlusOne) {
+  const uint64_t h = kMagic << 56 | static_cast<uint64_t>(generation & kGenerationMask) << 32 |
+                     static_cast<uint64_t>(index) << 8 | lanePlusOne;
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(h));
 }
 
 }  // namespace
 
+struct EventPath::Handle {
+  Slot* slot = nullptr;  // null: not ours, or its task completed (counted)
+  uint32_t index = 0;
+  uint32_t generation = 0;
+  unsigned lanePlusOne = 0;
+};
+
 struct EventPath::Slot {
-  std::atomic<uint32_t> generation{0};
-  std::atomic<uint32_t> refs{0};
-  std::atomic<uint32_t> taskStopped{0};
-  std::atomic<uint32_t> nextFree{0};           // index + 1 of the next free slot
-  std::atomic<uint64_t> channelsSeen{0};       // NCCL's channel ids, to refuse a second start
-  std::atomic<uint64_t> stopped{0}, timed{0};  // per lane
-  std::atomic<uint64_t> maxNs{0};
-  std::atomic<uint64_t> lastStop{0};  // for a group's span: the latest GPU stop of any lane
+  // Generation and references in one word: a reference is only ever taken on the generation a
+  // handle names while it still has one (pin), and the last one let go moves it on.
+  std::atomic<uint64_t> state{0};
+  std::atomic<uint32_t> task{0};      // the task's word (above)
+  std::atomic<uint32_t> nextFree{0};  // index + 1 of the next free slot
+  // The channel ids started, a hint for their lanes: a start racing the slot's reuse may leave
+  // a bit of the old task here, which costs the new one a look at its lanes, nothing more.
+  std::atomic<uint64_t> channelsSeen{0};
+  std::atomic<unsigned> nChannels{0};  // read by events that hold no reference: atomic
   std::atomic<CommMonitor*> comm{nullptr};
-  // Written before the task's handle is published (generation, release), then only read.
+  // Written before the task's handle is published (state, release); read by whoever holds a
+  // reference.
   TaskKind kind = TaskKind::Collective;
   uint32_t group = detail::GroupTable::kNone;
   uint64_t messageBytes = 0;
@@ -48,9 +88,11 @@ struct EventPath::Slot {
   double expectedNs = 0;
   unsigned keyIndex = 0;
   unsigned sampleSlot = CallSamples::kNoKey;
-  unsigned nChannels = 0;
-  // channelStart[lane] is written by the thread that reports that lane's channel.
-  uint64_t channelStart[kMaxChannels] = {};
+  std::atomic<uint64_t> lanes[kMaxChannels] = {};  // the lanes' words (above)
+  // Written by the start that took the lane, read by its stop states and the completion.
+  // Atomic because a stop state sent after the stop may read another task's start; its
+  // compare-and-swap then fails.
+  std::atomic<uint64_t> laneStart[kMaxChannels] = {};
 };
 
 EventPath& EventPath::process() {
@@ -76,7 +118,7 @@ bool EventPath::reserve(uint32_t slots) {
   void* memory = std::calloc(slots, sizeof(Slot));
   if (memory == nullptr) return false;
   // A slot is constructed when first used (acquire), so pages no collective needed are never
-  // touched: 4096 slots of ~600 bytes cost nothing until the job has that many in flight.
+  // touched: 4096 slots of ~1.2 KB cost nothing until the job has that many in flight.
   Slot* typed = static_cast<Slot*>(memory);
   Slot* expected = nullptr;
   if (!slots_.compare_exchange_strong(expected, typed, kAcqRel)) {
@@ -117,11 +159,13 @@ EventPath::Slot* EventPath::acquire(uint32_t* index) {
 }
 
 void EventPath::release(Slot& slot, uint32_t index) {
-  if (slot.refs.fetch_sub(1, kAcqRel) != 1) return;
+  if ((slot.state.fetch_sub(1, kAcqRel) & kReferenceMask) != 1) return;
+  complete(slot);  // the task and every lane have stopped
   CommMonitor* comm = slot.comm.exchange(nullptr, kAcqRel);
   const uint32_t group = slot.group;
-  // A new generation first: from here every handle of the old one is stale.
-  slot.generation.fetch_add(1, kAcqRel);
+  // A new generation: from here every handle of the old one is stale (and none can be pinned
+  // since the references reached zero).
+  slot.state.fetch_add(kOneGeneration, kAcqRel);
   inUse_.fetch_sub(1, kRelaxed);
   uint64_t head = freeHead_.load(kRelaxed);
   uint64_t mine;
@@ -133,27 +177,42 @@ void EventPath::release(Slot& slot, uint32_t index) {
   if (comm != nullptr) comm->release();
 }
 
-EventPath::Slot* EventPath::decode(void* handle, unsigned* channelPlusOne, uint32_t* index) {
+EventPath::Handle EventPath::decode(void* handle) {
   const uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
   if ((h >> 56) != kMagic) {
     orphans_[static_cast<int>(Orphan::Foreign)].fetch_add(1, kRelaxed);
-    return nullptr;
+    return {};
   }
   Slot* slots = slots_.load(kAcquire);
   const uint32_t i = static_cast<uint32_t>(h >> 8) & kMaxSlots;
-  const unsigned c = static_cast<unsigned>(h & 0xff);
-  if (slots == nullptr || i >= fresh_.load(kAcquire) || c > kMaxChannels) {
+  const unsigned lanePlusOne = static_cast<unsigned>(h & 0xff);
+  if (slots == nullptr || i >= fresh_.load(kAcquire) || lanePlusOne > kMaxChannels) {
     orphans_[static_cast<int>(Orphan::Foreign)].fetch_add(1, kRelaxed);
-    return nullptr;
+    return {};
   }
   Slot& slot = slots[i];
-  if ((slot.generation.load(kAcquire) & kGenerationMask) != ((h >> 32) & kGenerationMask)) {
-    orphans_[static_cast<int>(Orphan::Stale)].fetch_add(1, kRelaxed);
-    return nullptr;
+  const uint32_t generation = static_cast<uint32_t>(h >> 32) & kGenerationMask;
+  const uint64_t state = slot.state.load(kAcquire);
+  if (generationOf(state) != generation || (state & kReferenceMask) == 0) {
+    countStale();
+    return {};
   }
-  *channelPlusOne = c;
-  *index = i;
-  return &slot;
+  return {&slot, i, generation, lanePlusOne};
+}
+
+bool EventPath::pin(Slot& slot, uint32_t generation) {
+  uint64_t state = slot.state.load(kAcquire);
+  do {
+    if (generationOf(state) != generation || (state & kReferenceMask) == 0) {
+      countStale();
+      return false;
+    }
+  } while (!slot.state.compare_exchange_weak(state, state + 1, kAcqRel, kAcquire));
+  return true;
+}
+
+void EventPath::countStale() {
+  orphans_[static_cast<int>(Orphan::Stale)].fetch_add(1, kRelaxed);
 }
 
 void* EventPath::startCollective(CommMonitor& comm, const CollEvent& e) {
@@ -259,89 +318,106 @@ void* EventPath::publish(CommMonitor& comm, TaskKind kind, const KeyFields& key,
                          ? comm.samples().slotOf({key.op, bytes, key.algorithm, key.protocol,
                                                   static_cast<uint8_t>(channels)})
                          : CallSamples::kNoKey;
-  slot->nChannels = channels;
+  const uint64_t unreferenced = slot->state.load(kRelaxed);  // this generation, none yet
+  const uint32_t generation = generationOf(unreferenced);
+  const uint64_t armed = laneTag(generation) | kArmed;
+  for (unsigned lane = 0; lane < channels; ++lane) slot->lanes[lane].store(armed, kRelaxed);
+  slot->task.store(generation, kRelaxed);
   slot->channelsSeen.store(0, kRelaxed);
-  slot->stopped.store(0, kRelaxed);
-  slot->timed.store(0, kRelaxed);
-  slot->maxNs.store(0, kRelaxed);
-  slot->lastStop.store(0, kRelaxed);
-  slot->taskStopped.store(0, kRelaxed);
-  slot->refs.store(1 + channels, kRelaxed);
-  // Publishes the fields above to whichever thread decodes this generation's handles.
-  const uint32_t generation = slot->generation.load(kRelaxed);
-  slot->generation.store(generation, kRelease);
+  slot->nChannels.store(channels, kRelaxed);
+  // Publishes the fields, with the references of the task and of each lane, to whichever
+  // thread decodes this generation's handles.
+  slot->state.store(unreferenced | (1 + channels), kRelease);
   return encode(generation, index, 0);
 }
 
 void* EventPath::startKernelChannel(void* parent, unsigned channel, uint64_t gpuStart) {
   if (parent == nullptr) return nullptr;  // a task we did not measure
-  unsigned c = 0;
-  uint32_t index = 0;
-  Slot* slot = decode(parent, &c, &index);
-  if (slot == nullptr) return nullptr;
-  CommMonitor* comm = slot->comm.load(kRelaxed);
-  const TaskKind kind = slot->kind;
-  // One lane per distinct channel id, as many as NCCL announced: a second start for a channel,
-  // or one channel too many, is ignored. Each fetch_or adds one bit, so the bits set before it
-  // number the lanes 0, 1, 2, ... in the order the starts land, whatever the threads.
-  const uint64_t bit = channel < kMaxChannels ? uint64_t{1} << channel : 0;
-  uint32_t lane = UINT32_MAX;
-  if (c == 0 && bit != 0) {
-    const uint64_t before = slot->channelsSeen.fetch_or(bit, kAcqRel);
-    if ((before & bit) == 0) lane = static_cast<uint32_t>(__builtin_popcountll(before));
+  const Handle h = decode(parent);
+  if (h.slot == nullptr) return nullptr;
+  Slot& slot = *h.slot;
+  if (h.lanePlusOne == 0 && channel < kMaxChannels) {
+    // One lane per distinct channel id, as many as NCCL announced: NCCL numbers a task's
+    // channels by where they ran (a Send's, or a collective's sharing its plan, are not
+    // 0 .. n - 1). The ids seen before this one give its lane; their bits are only a hint.
+    const uint64_t tag = laneTag(h.generation);
+    const unsigned n = std::min(slot.nChannels.load(kRelaxed), kMaxChannels);
+    const uint64_t bit = uint64_t{1} << channel;
+    const uint64_t before = slot.channelsSeen.fetch_or(bit, kAcqRel);
+    bool again = false;
+    for (unsigned lane = 0; (before & bit) != 0 && lane < n && !again; ++lane) {
+      const uint64_t w = slot.lanes[lane].load(kAcquire);
+      again = (w & kTagMask) == tag && (w & kPhaseMask) != kArmed && channelOf(w) == channel;
+    }
+    const unsigned first = static_cast<unsigned>(__builtin_popcountll(before & ~bit));
+    for (unsigned k = 0; !again && k < n; ++k) {
+      const unsigned lane = (first + k) % n;
+      uint64_t armed = tag | kArmed;
+      const uint64_t started = tag | kStarted | uint64_t{channel} << kChannelShift;
+      if (slot.lanes[lane].compare_exchange_strong(armed, started, kAcqRel, kAcquire)) {
+        slot.laneStart[lane].store(gpuStart, kRelaxed);
+        return encode(h.generation, h.index, lane + 1);
+      }
+      if ((armed & kTagMask) != tag) break;  // the slot was reused since the look
+    }
   }
-  if (lane >= slot->nChannels) {
-    if (comm != nullptr) comm->count(Skip::IgnoredKernel, kind);
-    return nullptr;
+  // A lane's handle as a parent, a second start, a channel past those NCCL announced, or a slot
+  // reused since the look: counted against the communicator, which only a reference keeps (the
+  // task may have completed since, and its communicator be gone).
+  if (pin(slot, h.generation)) {
+    if (CommMonitor* comm = slot.comm.load(kRelaxed)) comm->count(Skip::IgnoredKernel, slot.kind);
+    release(slot, h.index);
   }
-  slot->channelStart[lane] = gpuStart;
-  return encode(slot->generation.load(kRelaxed), index, lane + 1);
+  return nullptr;
 }
 
 void EventPath::recordKernelChannelStop(void* handle, uint64_t gpuStop) {
   if (handle == nullptr) return;
-  unsigned c = 0;
-  uint32_t index = 0;
-  Slot* slot = decode(handle, &c, &index);
-  if (slot == nullptr || c == 0) return;
-  const uint64_t start = slot->channelStart[c - 1];
+  const Handle h = decode(handle);
+  if (h.slot == nullptr || h.lanePlusOne == 0) return;
+  const unsigned lane = h.lanePlusOne - 1;
+  std::atomic<uint64_t>& word = h.slot->lanes[lane];
+  const uint64_t start = h.slot->laneStart[lane].load(kRelaxed);
   if (start == 0 || gpuStop <= start) return;  // no usable GPU time (Inspector's rule too)
-  const uint64_t ns = gpuStop - start;
-  uint64_t current = slot->maxNs.load(kRelaxed);
-  while (ns > current && !slot->maxNs.compare_exchange_weak(current, ns, kRelaxed)) {
-  }
-  if (slot->group != detail::GroupTable::kNone) {
-    current = slot->lastStop.load(kRelaxed);
-    while (gpuStop > current && !slot->lastStop.compare_exchange_weak(current, gpuStop, kRelaxed)) {
+  const uint64_t ns = std::min(gpuStop - start, kMaxNs);
+  const uint64_t started = laneTag(h.generation) | kStarted;
+  uint64_t w = word.load(kAcquire);
+  for (;;) {
+    if ((w & (kTagMask | kPhaseMask)) != started) {  // a slot reused since, or after the stop
+      if ((w & kTagMask) != laneTag(h.generation)) countStale();
+      return;
     }
+    const uint64_t timed = (w & ~kMaxNs) | kTimed | std::max(w & kMaxNs, ns);
+    if (timed == w || word.compare_exchange_weak(w, timed, kAcqRel, kAcquire)) return;
   }
-  slot->timed.fetch_or(uint64_t{1} << (c - 1), kRelease);
 }
 
 void EventPath::complete(Slot& slot) {
   CommMonitor* comm = slot.comm.load(kRelaxed);
   if (comm == nullptr) return;
-  const uint64_t all = allChannels(slot.nChannels);
-  if ((slot.timed.load(kAcquire) & all) != all) {
-    comm->count(Skip::Untimed, slot.kind);
-    if (slot.group != detail::GroupTable::kNone) groups_.spoil(slot.group);
-    return;
-  }
-  Completion c;
-  c.timeNs = slot.maxNs.load(kRelaxed);
-  c.messageBytes = slot.messageBytes;
-  c.busBytes = slot.busBytes;
-  c.expectedNs = slot.expectedNs;
-  comm->aggregate(slot.keyIndex).record(c);
-  if (slot.kind == TaskKind::Collective) comm->samples().record(slot.sampleSlot, c.timeNs);
-  comm->countMeasured(slot.kind);
-  if (slot.group != detail::GroupTable::kNone) {
-    uint64_t first = UINT64_MAX;
-    for (unsigned lane = 0; lane < slot.nChannels; ++lane) {
-      if (slot.channelStart[lane] < first) first = slot.channelStart[lane];
+  const unsigned n = slot.nChannels.load(kRelaxed);
+  uint64_t longest = 0, first = UINT64_MAX, last = 0;
+  for (unsigned lane = 0; lane < n; ++lane) {
+    const uint64_t w = slot.lanes[lane].load(kRelaxed);
+    if ((w & kTimed) == 0) {
+      comm->count(Skip::Untimed, slot.kind);
+      if (slot.group != detail::GroupTable::kNone) groups_.spoil(slot.group);
+      return;
     }
-    groups_.addTimes(slot.group, first, slot.lastStop.load(kRelaxed));
+    const uint64_t start = slot.laneStart[lane].load(kRelaxed);
+    longest = std::max(longest, w & kMaxNs);
+    first = std::min(first, start);
+    last = std::max(last, start + (w & kMaxNs));
   }
+  Completion done;
+  done.timeNs = longest;
+  done.messageBytes = slot.messageBytes;
+  done.busBytes = slot.busBytes;
+  done.expectedNs = slot.expectedNs;
+  comm->aggregate(slot.keyIndex).record(done);
+  if (slot.kind == TaskKind::Collective) comm->samples().record(slot.sampleSlot, done.timeNs);
+  comm->countMeasured(slot.kind);
+  if (slot.group != detail::GroupTable::kNone) groups_.addTimes(slot.group, first, last);
 }
 
 void EventPath::stop(void* handle) {
@@ -350,19 +426,29 @@ void EventPath::stop(void* handle) {
     groups_.close(handle);
     return;
   }
-  unsigned c = 0;
-  uint32_t index = 0;
-  Slot* slot = decode(handle, &c, &index);
-  if (slot == nullptr) return;
-  if (c == 0) {
-    if (slot->taskStopped.exchange(1, kAcqRel) == 0) release(*slot, index);
+  const Handle h = decode(handle);
+  if (h.slot == nullptr) return;
+  Slot& slot = *h.slot;
+  if (h.lanePlusOne == 0) {
+    uint32_t open = h.generation;
+    if (slot.task.compare_exchange_strong(open, open | kTaskStopped, kAcqRel, kAcquire)) {
+      release(slot, h.index);
+    } else if ((open & kGenerationMask) != h.generation) {
+      countStale();
+    }  // else stopped twice: its reference went with the first stop
     return;
   }
-  const uint64_t bit = uint64_t{1} << (c - 1);
-  const uint64_t before = slot->stopped.fetch_or(bit, kAcqRel);
-  if (before & bit) return;  // stopped twice: the reference went with the first stop
-  if ((before | bit) == allChannels(slot->nChannels)) complete(*slot);
-  release(*slot, index);
+  std::atomic<uint64_t>& word = slot.lanes[h.lanePlusOne - 1];
+  const uint64_t tag = laneTag(h.generation);
+  uint64_t w = word.load(kAcquire);
+  do {
+    if ((w & kTagMask) != tag) {
+      countStale();
+      return;
+    }
+    if ((w & kPhaseMask) != kStarted) return;  // stopped twice: the reference went with the first
+  } while (!word.compare_exchange_weak(w, (w & ~kPhaseMask) | kStopped, kAcqRel, kAcquire));
+  release(slot, h.index);
 }
 
 }  // namespace pilot::metrics

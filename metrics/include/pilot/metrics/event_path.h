@@ -89,11 +89,19 @@ class EventPath {
 
  private:
   struct Slot;
-  Slot* decode(void* handle, unsigned* channel, uint32_t* index);
-  /// A slot for a task of `comm` that passed its checks, its fields set; null when none is free.
+  struct Handle;
+  /// The slot a handle names while its generation is in flight; counts what is not ours
+  /// (Foreign) or no longer in flight (Stale). Takes no reference.
+  Handle decode(void* handle);
+  /// A reference on `slot` if `generation` is still in flight (else counted Stale).
+  bool pin(Slot& slot, uint32_t generation);
+  void countStale();
+  /// A slot for a task of `comm` that passed its checks, its fields, lanes and references set;
+  /// returns the task's handle, null when no slot is free.
   void* publish(CommMonitor& comm, TaskKind kind, const KeyFields& key, uint64_t bytes,
                 double busBytes, unsigned channels, uint32_t group);
   Slot* acquire(uint32_t* index);
+  /// Lets go of a reference; the last one completes the task and frees the slot.
   void release(Slot& slot, uint32_t index);
   void complete(Slot& slot);
 

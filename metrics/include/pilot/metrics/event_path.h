@@ -6,10 +6,15 @@
 //     recordEventState(KernelChStop, GPU stop time)
 //     stopEvent(KernelCh)
 // A collective is one slot of a process-wide pool; it holds one reference for its Coll event
-// and one per kernel channel, so it stays valid until its last child stops, whatever the order.
+// and one per kernel channel, so it stays valid until its last child stops, whatever the order;
+// the last reference let go completes it.
 // Handles are not pointers: they carry the slot, a generation and the channel, so a handle from
 // another process (PXN), a stale one (a slot reused since) or garbage is recognized and ignored
-// without being dereferenced. Nothing here allocates, locks or formats.
+// without being dereferenced. An event NCCL should not send (a second start or stop, a stop
+// state after the stop) holds no reference on the slot: every change it could make is one
+// compare-and-swap that expects its handle's generation, so it never changes a collective that
+// took the slot since, and what it counts against a communicator it counts holding a reference.
+// Nothing here allocates, locks or formats.
 #pragma once
 
 #include <atomic>
@@ -66,8 +71,17 @@ class EventPath {
 
  private:
   struct Slot;
-  Slot* decode(void* handle, unsigned* channel, uint32_t* index);
+  struct Handle;
+  /// The slot a handle names while its generation is in flight; counts what is not ours
+  /// (Foreign) or no longer in flight (Stale). Takes no reference.
+  Handle decode(void* handle);
+  /// A reference on `slot` if `generation` is still in flight (else counted Stale).
+  bool pin(Slot& slot, uint32_t generation);
+  void countStale();
   Slot* acquire(uint32_t* index);
+  /// The collective's words and references; returns the Coll's handle.
+  void* publish(Slot& slot, uint32_t index, unsigned nChannels);
+  /// Lets go of a reference; the last one completes the collective and frees the slot.
   void release(Slot& slot, uint32_t index);
   void complete(Slot& slot);
 

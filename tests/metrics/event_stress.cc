@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -13,25 +15,34 @@
 namespace pilot::metrics::stress {
 namespace {
 
-struct Channel {
-  uint64_t start = 0, stop = 0;  // GPU times
-  bool record = true;            // the plan: a KernelChStop state before the stop
+struct Channel : ChannelPlan {
   void* handle = nullptr;
   bool started = false, recorded = false, stopped = false;
 };
 
-/// One operation between its start and its last event: with one thread at a time.
+/// One task between its start and its last event: with one thread at a time, but for the
+/// host's stop when it comes after the hand-over (hostStopped).
 struct Work {
   uint32_t comm = 0;
-  void* op = nullptr;  // null: not measured (NCCL still reports its channels, parent null)
-  bool opStopped = false;
+  TaskKind kind = TaskKind::Collective;
+  uint64_t group = 0;      // the group entry it holds (the test's number for it), 0 for none
+  void* op = nullptr;      // null: not measured (NCCL still reports its channels, parent null)
+  bool opStopped = false;  // its stop sent, by the host before the hand-over or by a proxy
+  /// Set when the host sends the stop after the hand-over: true once it has (release).
+  std::shared_ptr<const std::atomic<bool>> hostStopped;
   std::vector<Channel> channels;
-  bool done() const {
-    if (!opStopped) return false;
-    for (const Channel& c : channels)
-      if (!c.stopped) return false;
-    return true;
+  bool hostDone() const {
+    return hostStopped == nullptr || hostStopped->load(std::memory_order_acquire);
   }
+  /// An event of the task is still the proxies' to send: until then the task holds its slot
+  /// (each unstopped channel a reference), so what they send meanwhile has one outcome only.
+  bool proxyDue() const {
+    if (!opStopped) return true;
+    for (const Channel& c : channels)
+      if (!c.stopped) return true;
+    return false;
+  }
+  bool done() const { return !proxyDue() && hostDone(); }
 };
 
 template <typename Pred>
@@ -60,6 +71,7 @@ struct Late {
   unsigned channel = 0;
   uint64_t time = 0;
   uint32_t comm = 0;
+  TaskKind task = TaskKind::Collective;
 };
 
 /// Late duplicates the proxies post for one more thread, which sends each again as soon as it
@@ -112,18 +124,24 @@ class Harness {
   void render(const std::atomic<bool>& stop, uint64_t* renders);
   void repeatLate(const std::atomic<bool>& proxiesDone, Ledger& ledger);
 
-  /// The host side of one operation: its start, maybe its stop, the plan of its channels.
-  bool startOne(CommMonitor& comm, uint32_t number, Rng& rng, Ledger& ledger, Work* work);
+  /// One task of a launch in the ledger, and what is left of it for the proxies.
+  Work file(const Started& s, uint32_t comm, Ledger& ledger);
   void visit(Work& w, Rng& rng, Ledger& ledger, std::vector<Late>* candidates);
   void step(Work& w, Rng& rng, Ledger& ledger, std::vector<Late>* candidates);
   void mischief(Work& w, Rng& rng, Ledger& ledger);
   void fire(const Late& late, Ledger& ledger, bool completed);
   void feedGarbage(Rng& rng, Ledger& ledger);
   void feedStale(Rng& rng, Ledger& ledger);
+  /// A group handle of a recent launch (maybe still open on its host) to one of the three
+  /// entries: as a parent or a channel's handle it is foreign, a stop changes nothing here.
+  void feedGroup(Rng& rng, Ledger& ledger);
+  void stopStrayGroups(Rng& rng, Ledger& ledger, bool all);
+  void keepGroups(const std::vector<void*>& groups);
   /// A handle to one of the three entries that take one, at random.
   void send(void* handle, Rng& rng, Ledger& ledger);
 
-  void admit(Work w, bool wait);
+  void waitForSpace();
+  void admit(Work w);
   std::optional<Work> take(Rng& rng);
   void giveBack(Work w, Rng& rng);
   void finish(const Work& w);
@@ -140,8 +158,13 @@ class Harness {
   size_t outstanding_ = 0;  // admitted and not done
   unsigned appsRunning_;
   std::map<uint32_t, size_t> inFlight_;  // per communicator
-  std::vector<Grave> graveyard_;         // a ring of recent completions
+  std::map<uint32_t, size_t> p2pInFlight_;
+  std::map<uint32_t, std::map<uint64_t, size_t>> groupsInFlight_;  // per communicator: works
+  std::vector<void*> groupGraves_;                                 // a ring of recent group handles
+  std::vector<void*> strayGroupStops_;  // groups whose host lost the stop, for a proxy
+  std::vector<Grave> graveyard_;        // a ring of recent completions
   size_t graveNext_ = 0;
+  size_t groupGraveNext_ = 0;
   std::vector<ObservedComm> observed_;
   uint32_t comms_ = 0;
 };
@@ -174,56 +197,37 @@ Outcome Harness::run() {
   return out;
 }
 
-bool Harness::startOne(CommMonitor& comm, uint32_t number, Rng& rng, Ledger& ledger, Work* w) {
-  const OperationKind& kind = *kinds_[below(rng, kinds_.size())];
-  const Started s = kind.start(path_, comm, rng);
-  ++ledger.events;
-  CommLedger& cl = ledger.comms[number];
-  ++cl.started;
-  // The plan of its channels: a GPU time each, or (one in eight) a channel without one.
-  const bool timed = !oneIn(rng, 8);
-  w->comm = number;
-  w->op = s.handle;
-  w->channels.assign(s.channels, Channel{});
-  uint64_t longest = 0;
-  for (Channel& c : w->channels) {
-    c.start = 1'000'000'000 + below(rng, 1'000'000'000);
-    c.stop = c.start + 1000 + below(rng, 2'000'000);
-    longest = std::max(longest, c.stop - c.start);
-  }
-  if (!timed && !w->channels.empty()) {
-    Channel& c = w->channels[below(rng, w->channels.size())];
-    if (oneIn(rng, 2)) {
-      c.record = false;  // stopped without the KernelChStop state
-    } else {
-      c.stop = c.start - below(rng, 2);  // a GPU stop no later than the start
-    }
-  }
+Work Harness::file(const Started& s, uint32_t comm, Ledger& ledger) {
+  TaskLedger& tl = ledger.comms[comm].of(s.kind);
+  ++tl.started;
   if (s.skip) {
     EXPECT_EQ(s.handle, nullptr) << "a description to skip (" << skipName(*s.skip)
                                  << ") got a handle";
-    ++cl.skipped[static_cast<int>(*s.skip)];
+    ++tl.skipped[static_cast<int>(*s.skip)];
   } else if (s.handle == nullptr) {
-    ++cl.skipped[static_cast<int>(Skip::NoSlot)];
-  } else if (timed) {
-    ++cl.measured;
-    cl.keys[s.key].add(longest, s.key.bytes);
+    ++tl.skipped[static_cast<int>(Skip::NoSlot)];
+  } else if (s.timed) {
+    ++tl.measured;
+    ledger.comms[comm].keys[s.key].add(longestChannel(s), s.key.bytes);
   } else {
-    ++cl.skipped[static_cast<int>(Skip::Untimed)];
+    ++tl.skipped[static_cast<int>(Skip::Untimed)];
   }
-  // NCCL stops the operation right after its start ("enqueued"); some stops are left to a
-  // proxy thread here, so they come between or after the kernel channels' events.
-  w->opStopped = s.handle == nullptr;
-  if (s.handle != nullptr && !oneIn(rng, 4)) {
-    path_.stop(s.handle);
-    ++ledger.events;
-    w->opStopped = true;
+  Work w;
+  w.comm = comm;
+  w.kind = s.kind;
+  w.op = s.handle;
+  w.opStopped = s.handle == nullptr || s.stopped || s.stopPending;
+  for (const ChannelPlan& plan : s.channels) {
+    Channel c;
+    static_cast<ChannelPlan&>(c) = plan;
+    w.channels.push_back(c);
   }
-  return s.skip.has_value() || s.handle != nullptr;
+  return w;
 }
 
 void Harness::application(unsigned index, Ledger& ledger) {
   Rng rng(options_.seed * 1000 + index);
+  uint64_t groups = 0;  // this thread's groups holding an entry, numbered for groupsInFlight_
   for (unsigned lifetime = 0; lifetime < options_.lifetimes; ++lifetime) {
     struct Open {
       uint32_t number;
@@ -241,14 +245,14 @@ void Harness::application(unsigned index, Ledger& ledger) {
       id.commId = 0x57000 + number;
       id.name = "stress " + std::to_string(number);
       id.nRanks = 2 << below(rng, 4);
-      id.rank = static_cast<int>(index);
+      id.rank = static_cast<int>(below(rng, static_cast<uint64_t>(id.nRanks)));
       CommMonitor* monitor = runtime_.open(id, nullptr);
       if (monitor == nullptr) {
         ADD_FAILURE() << "the runtime measures no communicator";
         continue;
       }
       // Half the communicators are the test's to read at the end (it holds a reference); the
-      // others are deleted by whichever lets go last, the finalize or an operation's last event.
+      // others are deleted by whichever lets go last, the finalize or a task's last event.
       if (oneIn(rng, 2)) {
         monitor->retain();
         std::lock_guard<std::mutex> lock(mutex_);
@@ -262,23 +266,68 @@ void Harness::application(unsigned index, Ledger& ledger) {
     std::vector<Work> held;
     unsigned noSlot = 0;
     for (unsigned i = 0;
-         flood ? noSlot < 8 && i < 2 * path_.capacity() + 64 : i < options_.opsPerLifetime; ++i) {
+         flood ? noSlot < 8 && i < 2 * path_.capacity() + 64 : i < options_.opsPerLifetime;) {
       const Open& c = open[below(rng, open.size())];
-      Work w;
-      if (!startOne(*c.monitor, c.number, rng, ledger, &w)) ++noSlot;
-      if (w.done()) continue;  // nothing left for a proxy
+      const OperationKind& kind = *kinds_[below(rng, kinds_.size())];
+      if (!flood) waitForSpace();
+      Launch launch = kind.start(path_, *c.monitor, rng, ledger.comms[c.number], flood);
+      ledger.events += launch.events;
+      i += std::max<size_t>(1, launch.tasks.size());
+      const uint64_t group = index + 1 + (++groups << 8);
+      auto hostStopped = std::make_shared<std::atomic<bool>>(false);
+      std::vector<Work> works;
+      for (const Started& s : launch.tasks) {
+        Work w = file(s, c.number, ledger);
+        if (s.handle == nullptr && !s.skip) ++noSlot;
+        if (s.inGroup && s.handle != nullptr) w.group = group;
+        if (s.stopPending && s.handle != nullptr) w.hostStopped = hostStopped;
+        if (!w.done()) works.push_back(std::move(w));  // else nothing left for a proxy
+      }
+      if (launch.strayGroupStop != nullptr) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        strayGroupStops_.push_back(launch.strayGroupStop);
+      }
       if (flood) {
-        held.push_back(std::move(w));
+        // Held: the host's own events go first, as NCCL sends them.
+        if (launch.afterHandOver) ledger.events += launch.afterHandOver(path_);
+        hostStopped->store(true, std::memory_order_release);
+        for (Work& w : works) held.push_back(std::move(w));
       } else {
-        admit(std::move(w), /*wait=*/true);
+        for (Work& w : works) admit(std::move(w));
+        if (launch.afterHandOver) {
+          // The proxies may report the kernels before the host's stops, or after.
+          std::this_thread::yield();
+          ledger.events += launch.afterHandOver(path_);
+        }
+        hostStopped->store(true, std::memory_order_release);
+      }
+      keepGroups(launch.groups);
+      // Now and then the host stops a group of another launch, maybe of another thread: only
+      // its opener closes a group, so this changes nothing.
+      if (oneIn(rng, 16)) {
+        void* g = nullptr;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (!groupGraves_.empty()) g = groupGraves_[below(rng, groupGraves_.size())];
+        }
+        if (g != nullptr) {
+          path_.stop(g);
+          ++ledger.events;
+        }
       }
     }
-    for (Work& w : held) admit(std::move(w), /*wait=*/false);
-    // Finalized as soon as the host is done with it, as its operations still run.
+    for (Work& w : held) admit(std::move(w));
+    for (const OperationKind* kind : kinds_) {
+      ledger.events += kind->beforeFinalize(path_, *open.front().monitor, rng,
+                                            lifetime + 1 == options_.lifetimes);
+    }
+    // Finalized as soon as the host is done with it, as its tasks still run.
     for (size_t k = open.size(); k-- > 0;) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         ledger.inFlightAtClose += inFlight_[open[k].number];
+        ledger.p2pInFlightAtClose += p2pInFlight_[open[k].number];
+        ledger.groupsInFlightAtClose += groupsInFlight_[open[k].number].size();
       }
       runtime_.close(open[k].monitor);
     }
@@ -300,10 +349,14 @@ void Harness::proxy(unsigned index, Ledger& ledger) {
       if (again != nullptr) fire(*again, ledger, /*completed=*/true);
     } else {
       const uint32_t comm = w->comm;
+      const TaskKind kind = w->kind;
+      const bool waitsForHost = !w->proxyDue();
       giveBack(std::move(*w), rng);
+      if (waitsForHost) std::this_thread::yield();  // the host's stop is on its way
       if (again != nullptr) {
         Late late = *again;
         late.comm = comm;
+        late.task = kind;
         if (oneIn(rng, 2)) {
           board_.post(late);
         } else {
@@ -319,14 +372,38 @@ void Harness::proxy(unsigned index, Ledger& ledger) {
     }
     if (oneIn(rng, 4)) feedStale(rng, ledger);
     if (oneIn(rng, 8)) feedGarbage(rng, ledger);
+    if (oneIn(rng, 8)) feedGroup(rng, ledger);
+    if (oneIn(rng, 4)) stopStrayGroups(rng, ledger, /*all=*/false);
   }
   for (const Late& l : pending) fire(l, ledger, false);
+  stopStrayGroups(rng, ledger, /*all=*/true);
+}
+
+void Harness::stopStrayGroups(Rng& rng, Ledger& ledger, bool all) {
+  // A group's stop lost by its host, sent on this thread instead: ignored (only the opener
+  // closes a group; its next group does), so it changes nothing whenever it comes.
+  std::vector<void*> stops;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (strayGroupStops_.empty()) return;
+    if (all) {
+      stops.swap(strayGroupStops_);
+    } else {
+      const size_t k = below(rng, strayGroupStops_.size());
+      stops.push_back(strayGroupStops_[k]);
+      strayGroupStops_.erase(strayGroupStops_.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+  for (void* g : stops) {
+    path_.stop(g);
+    ++ledger.events;
+  }
 }
 
 void Harness::visit(Work& w, Rng& rng, Ledger& ledger, std::vector<Late>* candidates) {
-  for (unsigned steps = 1 + below(rng, 6); steps > 0 && !w.done(); --steps) {
-    // While some event of the operation is still due, it holds its slot: what is sent now
-    // has one outcome only.
+  for (unsigned steps = 1 + below(rng, 6); steps > 0 && w.proxyDue(); --steps) {
+    // While some event of the task is still the proxies' to send, it holds its slot: what is
+    // sent now has one outcome only.
     if (w.op != nullptr && oneIn(rng, 3)) mischief(w, rng, ledger);
     step(w, rng, ledger, candidates);
   }
@@ -344,13 +421,13 @@ void Harness::step(Work& w, Rng& rng, Ledger& ledger, std::vector<Late>* candida
     candidates->push_back({Late::Stop, w.op});
     return;
   }
-  const unsigned c = static_cast<unsigned>(pickChannel(w, rng, due));
-  Channel& ch = w.channels[c];
+  Channel& ch = w.channels[pickChannel(w, rng, due)];
   if (!ch.started) {
-    ch.handle = path_.startKernelChannel(w.op, c, ch.start);
+    if (!w.hostDone()) ++ledger.beforeHostStop;
+    ch.handle = path_.startKernelChannel(w.op, ch.id, ch.start);
     ch.started = true;
     if (w.op != nullptr && ch.handle == nullptr) {
-      ADD_FAILURE() << "the first start of channel " << c << " of an operation in flight got no "
+      ADD_FAILURE() << "the first start of channel " << ch.id << " of a task in flight got no "
                     << "handle";
     }
     if (ch.handle == nullptr) ch.stopped = true;  // NCCL sends nothing more for it
@@ -363,17 +440,18 @@ void Harness::step(Work& w, Rng& rng, Ledger& ledger, std::vector<Late>* candida
     }
     path_.recordKernelChannelStop(ch.handle, ch.stop);
     ch.recorded = true;
-    candidates->push_back({Late::Record, ch.handle, c, ch.stop});
+    candidates->push_back({Late::Record, ch.handle, ch.id, ch.stop});
     return;
   }
   path_.stop(ch.handle);
   ch.stopped = true;
   candidates->push_back({Late::Stop, ch.handle});
-  candidates->push_back({Late::Start, w.op, c, ch.start});
+  candidates->push_back({Late::Start, w.op, ch.id, ch.start});
 }
 
 void Harness::mischief(Work& w, Rng& rng, Ledger& ledger) {
-  uint64_t& ignored = ledger.comms[w.comm].skipped[static_cast<int>(Skip::IgnoredKernel)];
+  uint64_t& ignored =
+      ledger.comms[w.comm].of(w.kind).skipped[static_cast<int>(Skip::IgnoredKernel)];
   const size_t n = w.channels.size();
   const size_t started =
       pickChannel(w, rng, [](const Channel& c) { return c.started && c.handle != nullptr; });
@@ -383,17 +461,17 @@ void Harness::mischief(Work& w, Rng& rng, Ledger& ledger) {
   switch (below(rng, 8)) {
     case 1:  // a second start of a channel
       if (started < n) {
-        const unsigned channel = static_cast<unsigned>(started);
-        EXPECT_EQ(path_.startKernelChannel(w.op, channel, w.channels[started].start), nullptr);
+        const Channel& c = w.channels[started];
+        EXPECT_EQ(path_.startKernelChannel(w.op, c.id, c.start), nullptr);
         ++ignored;
         return;
       }
       [[fallthrough]];
-    case 0: {  // a channel past those NCCL announced: once every lane is taken any other id,
-               // before that an id NCCL never gives (its channel ids are 8 bits, 64 at most)
+    case 0: {  // a channel past those NCCL announced: once every lane is taken any id (one
+               // of the task's is a second start), before that an id NCCL never gives (its
+               // channel ids are 8 bits, 64 at most)
       const bool allStarted = countChannels(w, [](const Channel& c) { return c.started; }) == n;
-      const unsigned id = allStarted ? static_cast<unsigned>(n + below(rng, 256 - n))
-                                     : static_cast<unsigned>(64 + below(rng, 192));
+      const unsigned id = allStarted ? below(rng, 256) : 64 + below(rng, 192);
       EXPECT_EQ(path_.startKernelChannel(w.op, id, 1), nullptr);
       ++ignored;
       return;
@@ -407,8 +485,8 @@ void Harness::mischief(Work& w, Rng& rng, Ledger& ledger) {
     case 3:  // a second stop of a channel: its reference went with the first
       if (stopped < n) path_.stop(w.channels[stopped].handle);
       return;
-    case 4:  // a second stop of the operation
-      if (w.opStopped) path_.stop(w.op);
+    case 4:  // a second stop of the task (once the host's, if it sends it, came)
+      if (w.opStopped && w.hostDone()) path_.stop(w.op);
       return;
     case 5:  // a stop state for the operation itself
       path_.recordKernelChannelStop(w.op, 2'000'000'000);
@@ -428,7 +506,7 @@ void Harness::fire(const Late& late, Ledger& ledger, bool completed) {
     case Late::Start:
       EXPECT_EQ(path_.startKernelChannel(late.handle, late.channel, late.time), nullptr)
           << "a second start of a channel got a handle";
-      if (!completed) ++ledger.comms[late.comm].lateStarts;
+      if (!completed) ++ledger.comms[late.comm].of(late.task).lateStarts;
       return;
     case Late::Record:
       // The same stop time again: in flight, it changes nothing.
@@ -474,6 +552,40 @@ void Harness::feedStale(Rng& rng, Ledger& ledger) {
   send(g.handles[below(rng, g.count)], rng, ledger);
 }
 
+void Harness::feedGroup(Rng& rng, Ledger& ledger) {
+  void* g;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (groupGraves_.empty()) return;
+    g = groupGraves_[below(rng, groupGraves_.size())];
+  }
+  ++ledger.events;
+  switch (below(rng, 3)) {
+    case 0:
+      EXPECT_EQ(path_.startKernelChannel(g, below(rng, 64), 1), nullptr);
+      ++ledger.foreignFed;
+      break;
+    case 1:
+      path_.recordKernelChannelStop(g, 2'000'000'000);
+      ++ledger.foreignFed;
+      break;
+    default:
+      path_.stop(g);  // not this thread's group
+  }
+}
+
+void Harness::keepGroups(const std::vector<void*>& groups) {
+  constexpr size_t kGraves = 256;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (void* g : groups) {
+    if (groupGraves_.size() < kGraves) {
+      groupGraves_.push_back(g);
+    } else {
+      groupGraves_[groupGraveNext_++ % kGraves] = g;
+    }
+  }
+}
+
 void Harness::send(void* handle, Rng& rng, Ledger& ledger) {
   ++ledger.events;
   switch (below(rng, 3)) {
@@ -512,11 +624,19 @@ void Harness::render(const std::atomic<bool>& stop, uint64_t* renders) {
   }
 }
 
-void Harness::admit(Work w, bool wait) {
+void Harness::waitForSpace() {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (wait) spaceFree_.wait(lock, [&] { return queue_.size() < options_.queueLimit; });
+  spaceFree_.wait(lock, [&] { return queue_.size() < options_.queueLimit; });
+}
+
+void Harness::admit(Work w) {
+  // Never waits: a launch's tasks may wait for their host's stops, which come after all of
+  // them are here (the host waited for space before the launch).
+  std::lock_guard<std::mutex> lock(mutex_);
   ++outstanding_;
   ++inFlight_[w.comm];
+  if (w.kind == TaskKind::P2p) ++p2pInFlight_[w.comm];
+  if (w.group != 0) ++groupsInFlight_[w.comm][w.group];
   queue_.push_back(std::move(w));
   workReady_.notify_one();
 }
@@ -552,6 +672,11 @@ void Harness::finish(const Work& w) {
   std::lock_guard<std::mutex> lock(mutex_);
   --outstanding_;
   --inFlight_[w.comm];
+  if (w.kind == TaskKind::P2p) --p2pInFlight_[w.comm];
+  if (w.group != 0) {
+    std::map<uint64_t, size_t>& groups = groupsInFlight_[w.comm];
+    if (--groups[w.group] == 0) groups.erase(w.group);
+  }
   if (w.op != nullptr) {
     Grave g;
     g.handles[g.count++] = w.op;
@@ -570,6 +695,41 @@ void Harness::finish(const Work& w) {
 
 }  // namespace
 
+KeyFields fieldsOf(const OpKey& key) {
+  KeyFields f;
+  f.op = key.op;
+  f.bucket = static_cast<uint8_t>(sizeBucket(key.bytes));
+  f.algorithm = key.algorithm;
+  f.protocol = key.protocol;
+  f.channels = key.channels;
+  return f;
+}
+
+void planChannels(const std::vector<unsigned>& ids, Rng& rng, Started* task) {
+  task->channels.assign(ids.size(), ChannelPlan{});
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ChannelPlan& c = task->channels[i];
+    c.id = ids[i];
+    c.start = 1'000'000'000 + below(rng, 1'000'000'000);
+    c.stop = c.start + 1000 + below(rng, 2'000'000);
+  }
+  task->timed = !oneIn(rng, 8);
+  if (!task->timed && !ids.empty()) {
+    ChannelPlan& c = task->channels[below(rng, ids.size())];
+    if (oneIn(rng, 2)) {
+      c.record = false;  // stopped without the KernelChStop state
+    } else {
+      c.stop = c.start - below(rng, 2);  // a GPU stop no later than the start
+    }
+  }
+}
+
+uint64_t longestChannel(const Started& task) {
+  uint64_t longest = 0;
+  for (const ChannelPlan& c : task.channels) longest = std::max(longest, c.stop - c.start);
+  return longest;
+}
+
 void KeyLedger::add(uint64_t ns, uint64_t messageBytes) {
   ++calls;
   timeNs += ns;
@@ -586,12 +746,21 @@ void KeyLedger::merge(const KeyLedger& o) {
   maxNs = std::max(maxNs, o.maxNs);
 }
 
-void CommLedger::merge(const CommLedger& o) {
+void TaskLedger::merge(const TaskLedger& o) {
   started += o.started;
   measured += o.measured;
   for (int s = 0; s < static_cast<int>(Skip::Count); ++s) skipped[s] += o.skipped[s];
   lateStarts += o.lateStarts;
+}
+
+void CommLedger::merge(const CommLedger& o) {
+  for (int k = 0; k < 2; ++k) tasks[k].merge(o.tasks[k]);
   for (const auto& [key, k] : o.keys) keys[key].merge(k);
+  groupsJoined += o.groupsJoined;
+  groupsUntracked += o.groupsUntracked;
+  alltoalls += o.alltoalls;
+  sentTo.insert(o.sentTo.begin(), o.sentTo.end());
+  receivedFrom.insert(o.receivedFrom.begin(), o.receivedFrom.end());
 }
 
 void Ledger::merge(const Ledger& o) {
@@ -600,6 +769,9 @@ void Ledger::merge(const Ledger& o) {
   staleFed += o.staleFed;
   lateOther += o.lateOther;
   inFlightAtClose += o.inFlightAtClose;
+  p2pInFlightAtClose += o.p2pInFlightAtClose;
+  groupsInFlightAtClose += o.groupsInFlightAtClose;
+  beforeHostStop += o.beforeHostStop;
   events += o.events;
 }
 

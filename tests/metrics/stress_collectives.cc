@@ -1,6 +1,8 @@
 // Collectives as the stress test starts them (event_stress.h): 24 valid descriptions with a key
 // each, and descriptions with one defect each, so which skip the library counts does not depend
-// on the order of its checks.
+// on the order of its checks. A collective runs on channels 0 .. n - 1 (NCCL numbers a lone
+// collective's channels so); three in four are stopped at once, the others by a proxy, between
+// or after their channels' events.
 #include <cstdint>
 
 #include "event_stress.h"
@@ -24,8 +26,9 @@ constexpr Function kFunctions[] = {{"AllReduce", Operation::AllReduce},
 constexpr Named kAlgorithms[] = {{"RING", 1}, {"TREE", 0}};
 constexpr Named kProtocols[] = {{"SIMPLE", 2}, {"LL", 0}, {"LL128", 1}};
 // Description i: function i % 5, 256 << (i % 12) bytes, algorithm i / 12, protocol i % 3 and
-// 1 << (i % 7) channels; i is (i % 12, i / 12), so the 24 keys are distinct, and fewer than
-// the 64 a communicator keeps apart (CommMonitor::kMaxKeys): none goes to "other".
+// 1 << (i % 7) channels; i is (i % 12, i / 12), so the 24 keys are distinct, and with the
+// Send/Recv keys (stress_p2p.cc) fewer than the 128 a communicator keeps apart
+// (CommMonitor::kMaxKeys): none goes to "other".
 constexpr unsigned kDescriptions = 24;
 
 struct Description {
@@ -48,7 +51,7 @@ Description validCollective(unsigned i, Rng& rng) {
   d.event.nChannels = d.key.channels;
   d.event.algo = a.name;
   d.event.proto = p.name;
-  d.event.seqNumber = Collectives::kSample * (rng() >> 8);
+  d.event.seqNumber = kSample * (rng() >> 8);
   d.channels = d.key.channels;
   return d;
 }
@@ -74,11 +77,11 @@ Description withDefect(Description d, Rng& rng) {
       break;
     case 4:
       d.event.datatype = "ncclFloat32";
-      d.event.count = Collectives::kMinBytes / 4 - 1;
+      d.event.count = kMinBytes / 4 - 1;
       d.skip = Skip::BelowMinBytes;
       break;
     case 5:
-      d.event.seqNumber += 1 + below(rng, Collectives::kSample - 1);
+      d.event.seqNumber += 1 + below(rng, kSample - 1);
       d.skip = Skip::SampledOut;
       break;
     case 6:
@@ -96,25 +99,26 @@ Description withDefect(Description d, Rng& rng) {
 
 }  // namespace
 
-Started Collectives::start(EventPath& path, CommMonitor& comm, Rng& rng) const {
+Launch Collectives::start(EventPath& path, CommMonitor& comm, Rng& rng, CommLedger&, bool) const {
   Description d = validCollective(below(rng, kDescriptions), rng);
   if (oneIn(rng, 7)) d = withDefect(d, rng);
-  Started s;
+  Launch launch;
+  Started& s = launch.tasks.emplace_back();
   s.handle = path.startCollective(comm, d.event);
+  ++launch.events;
   s.skip = d.skip;
-  s.channels = d.channels;
   s.key = d.key;
-  return s;
-}
-
-KeyFields Collectives::fieldsOf(const OpKey& key) const {
-  KeyFields f;
-  f.op = key.op;
-  f.bucket = static_cast<uint8_t>(63 - __builtin_clzll(key.bytes));  // powers of two
-  f.algorithm = key.algorithm;
-  f.protocol = key.protocol;
-  f.channels = key.channels;
-  return f;
+  std::vector<unsigned> ids(d.channels);
+  for (unsigned c = 0; c < d.channels; ++c) ids[c] = c;
+  planChannels(ids, rng, &s);
+  // NCCL stops the collective right after its start ("enqueued"); some stops are left to a
+  // proxy thread here, so they come between or after the kernel channels' events.
+  if (s.handle != nullptr && !oneIn(rng, 4)) {
+    path.stop(s.handle);
+    ++launch.events;
+    s.stopped = true;
+  }
+  return launch;
 }
 
 }  // namespace pilot::metrics::stress

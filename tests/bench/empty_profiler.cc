@@ -10,12 +10,14 @@ int dummy;
 ncclResult_t init(void** context, uint64_t, int* mask, const char*, int, int, int,
                   ncclDebugLogger_t) {
   *context = &dummy;
-  *mask = ncclProfileColl | ncclProfileKernelCh;
+  *mask = ncclProfileGroup | ncclProfileColl | ncclProfileP2p | ncclProfileKernelCh;
   return ncclSuccess;
 }
 
 ncclResult_t startEvent(void*, void** handle, ncclProfilerEventDescr_v5_t* d) {
-  *handle = (d->type == ncclProfileColl || d->type == ncclProfileKernelCh) ? &dummy : nullptr;
+  const uint64_t handled =
+      ncclProfileGroup | ncclProfileColl | ncclProfileP2p | ncclProfileKernelCh;
+  *handle = (d->type & handled) != 0 ? &dummy : nullptr;
   return ncclSuccess;
 }
 

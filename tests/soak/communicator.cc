@@ -39,12 +39,14 @@ void Communicator::close(Transport& t) {
 }
 
 Communicator::Outcome Communicator::fail(Transport& t, Outcome out, const std::string& where,
-                                         const std::string& message, int64_t blockedMs,
-                                         int64_t nowMs) {
+                                         const std::string& message, int64_t nowMs) {
+  if (state_ == State::Up) {
+    out.breakage.sendSteps = send_.postedSteps();
+    out.breakage.recvWaiting = recv_.oldestWaiting();
+  }
   close(t);
   out.broken = true;
   out.breakage.atMs = nowMs;
-  out.breakage.blockedMs = blockedMs;
   out.breakage.where = where;
   out.breakage.message = message;
   return out;
@@ -58,18 +60,18 @@ Communicator::Outcome Communicator::drive(Transport& t, RateLimit& limit, Traffi
     // Accept from the moment we listen: the peer may connect before our connect starts.
     if (recvComm_ == nullptr) {
       auto r = t.accept(listen_);
-      if (!r) return fail(t, out, "accept", r.error(), connectSinceMs_, nowMs);
+      if (!r) return fail(t, out, "accept", r.error(), nowMs);
       recvComm_ = *r;
     }
     if (state_ == State::Listening) return out;
     if (sendComm_ == nullptr) {
       auto s = t.connect(0, peerHandle_, {});
-      if (!s) return fail(t, out, "connect", s.error(), connectSinceMs_, nowMs);
+      if (!s) return fail(t, out, "connect", s.error(), nowMs);
       sendComm_ = *s;
     }
     if (sendComm_ == nullptr || recvComm_ == nullptr) {
       if (nowMs - connectSinceMs_ > hangMs) {
-        out = fail(t, out, "setup", "not connected", connectSinceMs_, nowMs);
+        out = fail(t, out, "setup", "not connected", nowMs);
         out.breakage.hung = true;
       }
       return out;
@@ -85,16 +87,15 @@ Communicator::Outcome Communicator::drive(Transport& t, RateLimit& limit, Traffi
   if (state_ != State::Up) return out;
 
   LanePass s = send_.drive(t, limit, nowMs);
-  if (!s.error.empty()) return fail(t, out, "send", s.error, send_.lastProgressMs(), nowMs);
+  if (!s.error.empty()) return fail(t, out, "send", s.error, nowMs);
   LanePass r = recv_.drive(t, totals, &out.corruption, nowMs);
-  if (!r.error.empty()) return fail(t, out, "recv", r.error, recv_.lastProgressMs(), nowMs);
+  if (!r.error.empty()) return fail(t, out, "recv", r.error, nowMs);
   out.moved = s.moved || r.moved;
   // Neither done nor failed for this long: a hang (what the soak must never see).
   for (auto [lane, busy, last] : {std::tuple{"send", send_.busy(), send_.lastProgressMs()},
                                   std::tuple{"recv", recv_.busy(), recv_.lastProgressMs()}}) {
     if (busy && nowMs - last > hangMs) {
-      out = fail(t, out, lane, "nothing moved for " + std::to_string(nowMs - last) + " ms", last,
-                 nowMs);
+      out = fail(t, out, lane, "nothing moved for " + std::to_string(nowMs - last) + " ms", nowMs);
       out.breakage.hung = true;
       return out;
     }

@@ -14,10 +14,15 @@ namespace soak {
 
 /// Why a communicator stopped: the event the coordinator gets.
 struct Breakage {
-  bool hung = false;      ///< no error, but nothing moved for longer than the hang bound
-  int64_t atMs = 0;       ///< when the error surfaced (or the hang was declared)
-  int64_t blockedMs = 0;  ///< since when the failing lane had not moved (posted or completed)
-  std::string where;      ///< send, recv, connect, accept
+  bool hung = false;  ///< no error, but nothing moved for longer than the hang bound
+  int64_t atMs = 0;   ///< when the error surfaced (or the hang was declared)
+  /// What the coordinator times the detection from (a step is stuck in a fault from when its
+  /// sender posted it, whatever happened since): when the send lane posted its last steps
+  /// (SendLane::postedSteps) and the receive lane's oldest step waiting
+  /// (RecvLane::oldestWaiting); "-" in set-up.
+  std::string sendSteps = "-";
+  std::string recvWaiting = "-";
+  std::string where;  ///< send, recv, connect, accept
   std::string message;
 };
 
@@ -55,7 +60,7 @@ class Communicator {
 
  private:
   Outcome fail(pilot::net::Transport& t, Outcome out, const std::string& where,
-               const std::string& message, int64_t blockedMs, int64_t nowMs);
+               const std::string& message, int64_t nowMs);
 
   int id_;
   uint32_t epoch_ = 0;

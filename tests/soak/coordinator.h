@@ -41,13 +41,13 @@ int runSoak(const SoakOptions& options);
 /// helper threads; one stream and no eager messages.
 std::map<std::string, std::string> pairSettings(int pair);
 
-/// A broken communicator must report its error within NCCL_PILOT_SOCKET_TIMEOUT_MS plus this.
-/// The detection time is measured from a stamp taken before the ip/nft command that makes the
-/// fault runs (10-50 ms on two busy cores), so it is an upper bound; the kernel ends a
-/// connection on its timers' ticks (a CTS record or chunk first written just after the cut is
-/// timed from its own transmission); the far end of a connection whose near end failed first
-/// learns from that end's close, one scheduling round later; and the peers test each comm once
-/// per pass (a millisecond, more when the cores are busy). Measured at most 3078 ms at 3000.
+/// A broken communicator must report its error within NCCL_PILOT_SOCKET_TIMEOUT_MS plus this,
+/// timed from the fault's start or, when later, from when what its connection waits for entered
+/// the network (Soak::timeDetections). The fault's stamp is taken before the ip/nft command that
+/// makes it runs (10-60 ms on two busy cores), so the time is an upper bound; the transport looks
+/// at its acknowledgements every timeout / 32 (94 ms here) and may see the deadline pass up to
+/// two of those late; the far end of a connection whose near end failed learns from that end's
+/// close, one scheduling round later; and each peer tests its comms once per pass.
 constexpr int64_t kDetectSlackMs = 250;
 
 /// How far a process's resident memory may be above its start after a fault. Its arenas are
@@ -67,6 +67,22 @@ struct PeerStats {
   uint64_t transfers = 0, bytes = 0, corrupted = 0, dropped = 0, wrongSecret = 0;
   /// Per communicator of the pair: (epoch, steps received in that epoch).
   std::vector<std::pair<uint32_t, uint64_t>> steps;
+};
+
+/// A side's report that its communicator broke ("broken C E AT SENT WAITING WHERE WHAT"):
+/// when, which lane, when its send lane posted its last steps (SENT: "FIRST:T0,T1,..."),
+/// and its receive lane's oldest step waiting (WAITING: "STEP:POSTED").
+struct BreakReport {
+  int comm = 0, side = 0;
+  uint32_t epoch = 0;
+  int64_t atMs = 0;
+  int lane = -1;  ///< 0 send, 1 receive; -1 in set-up
+  uint64_t firstSent = 0;
+  std::vector<int64_t> sentMs;  ///< when steps firstSent, firstSent + 1, ... were posted
+  bool waiting = false;
+  uint64_t waitingStep = 0;
+  int64_t waitingMs = 0;
+  std::string what;
 };
 
 class Soak {
@@ -110,6 +126,7 @@ class Soak {
     bool active = false;
     int64_t startMs = 0;
     std::set<int> mayBreak;  ///< communicators it is allowed to break
+    std::vector<BreakReport> breakages;
     std::vector<Detection> detections;
   };
   using Snapshot = std::vector<std::pair<uint32_t, uint64_t>>;  ///< [comm * 2 + side]
@@ -142,6 +159,13 @@ class Soak {
 
   // The faults (soak_faults.cc).
   void inject(const Fault& fault, int number);
+  /// From each breakage of the fault, how long its error took: from the fault's start, or, when
+  /// later, from when what the connection's receiver waits for entered the network: its oldest
+  /// waiting step as the sender posted it, or, if the sender never did, its own receive (the
+  /// CTS record). A receive that waits on a send not yet posted waits on no fault.
+  void timeDetections();
+  /// When the failing lane's connection started to hold what got stuck (see timeDetections).
+  int64_t stuckSince(const BreakReport& b) const;
   void dropFault(const Fault& f, std::string* what);
   void linkFault(const Fault& f, std::string* what);
   void killFault(const Fault& f, std::string* what);

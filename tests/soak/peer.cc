@@ -135,7 +135,8 @@ class Peer {
     if (o.broken) {
       const Breakage& b = o.breakage;
       control_->send(std::string(b.hung ? "hung " : "broken ") + id + " " + std::to_string(b.atMs) +
-                     " " + std::to_string(b.blockedMs) + " " + b.where + " " + oneLine(b.message));
+                     " " + b.sendSteps + " " + b.recvWaiting + " " + b.where + " " +
+                     oneLine(b.message));
     }
     return o.moved;
   }

@@ -43,6 +43,7 @@ void Soak::inject(const Fault& f, int number) {
   }
   ++injected_;
   kindsInjected_.insert(static_cast<int>(f.kind));
+  timeDetections();
   int64_t maxDetect = -1;
   std::set<int> broken;
   int sides = 0;
@@ -72,6 +73,35 @@ void Soak::inject(const Fault& f, int number) {
               maxDetect < 0 ? "-" : (std::to_string(maxDetect) + " ms").c_str(),
               static_cast<double>(now() - current_.startMs) / 1000.0, resourceText.c_str());
   std::fflush(stdout);
+}
+
+int64_t Soak::stuckSince(const BreakReport& b) const {
+  if (b.lane < 0) return current_.startMs;  // in set-up: from the fault
+  const BreakReport* peer = nullptr;
+  for (const BreakReport& r : current_.breakages) {
+    if (r.comm == b.comm && r.epoch == b.epoch && r.side != b.side) peer = &r;
+  }
+  const BreakReport* sender = b.lane == 0 ? &b : peer;
+  const BreakReport* receiver = b.lane == 1 ? &b : peer;
+  // A side that did not report (a killed process): from the fault.
+  if (sender == nullptr || receiver == nullptr || !receiver->waiting) return current_.startMs;
+  const uint64_t step = receiver->waitingStep;
+  if (step < sender->firstSent) return current_.startMs;  // posted before what it remembers
+  if (step - sender->firstSent < sender->sentMs.size()) {
+    return sender->sentMs[step - sender->firstSent];
+  }
+  return receiver->waitingMs;  // never sent: only the receive's CTS record was on its way
+}
+
+void Soak::timeDetections() {
+  for (const BreakReport& b : current_.breakages) {
+    const int64_t since = std::max(current_.startMs, stuckSince(b));
+    const int64_t ms = b.atMs - since;
+    note("detect " + std::to_string(ms) + " ms: comm " + std::to_string(b.comm) + " on " +
+         processes_[comms_[b.comm].pair * 2 + b.side].name() + " (timed from " +
+         std::to_string(since - current_.startMs) + " ms into the fault) " + b.what);
+    current_.detections.push_back({b.comm, b.side, ms, b.what});
+  }
 }
 
 bool Soak::settle(const Snapshot& before, int64_t quietUntilMs, std::string* what) {

@@ -42,6 +42,28 @@ bool parseStats(const std::vector<std::string>& w, PeerStats* s) {
   return true;
 }
 
+/// "FIRST:T0,T1,..." (or "-") into b->firstSent, b->sentMs.
+void parseSent(const std::string& text, BreakReport* b) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return;
+  b->firstSent = std::strtoull(text.c_str(), nullptr, 10);
+  for (size_t at = colon + 1; at < text.size();) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    b->sentMs.push_back(std::strtoll(text.substr(at, comma - at).c_str(), nullptr, 10));
+    at = comma + 1;
+  }
+}
+
+/// "STEP:POSTED" (or "-") into b->waiting*.
+void parseWaiting(const std::string& text, BreakReport* b) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return;
+  b->waiting = true;
+  b->waitingStep = std::strtoull(text.c_str(), nullptr, 10);
+  b->waitingMs = std::strtoll(text.c_str() + colon + 1, nullptr, 10);
+}
+
 }  // namespace
 
 bool Soak::startPeer(Process& p) {
@@ -198,10 +220,17 @@ void Soak::onBreak(Process& p, Comm& c, const std::vector<std::string>& w,
                    const std::string& line) {
   c.up[p.side] = false;
   c.closed[p.side] = true;
-  if (w.size() < 6) return;
-  const int64_t at = std::strtoll(w[3].c_str(), nullptr, 10);
-  const int64_t blocked = std::strtoll(w[4].c_str(), nullptr, 10);
-  const std::string what = w[5] + ": " + rest(line, 6);
+  if (w.size() < 7) return;
+  BreakReport b;
+  b.comm = c.id;
+  b.side = p.side;
+  b.epoch = c.epoch;
+  b.atMs = std::strtoll(w[3].c_str(), nullptr, 10);
+  parseSent(w[4], &b);
+  parseWaiting(w[5], &b);
+  b.lane = w[6] == "send" ? 0 : w[6] == "recv" ? 1 : -1;
+  const std::string what = w[6] + ": " + rest(line, 7);
+  b.what = what;
   const std::string who = "comm " + std::to_string(c.id) + " on " + p.name();
   if (w[0] == "hung") {
     ++hung_;
@@ -213,10 +242,7 @@ void Soak::onBreak(Process& p, Comm& c, const std::vector<std::string>& w,
     failure("a communicator no fault touched broke: " + who + " " + what);
     return;
   }
-  const int64_t detect = at - std::max(current_.startMs, blocked);
-  note("detect " + std::to_string(detect) + " ms: " + who + " (blocked since " +
-       std::to_string(blocked - current_.startMs) + " ms into the fault) " + what);
-  current_.detections.push_back({c.id, p.side, detect, what});
+  current_.breakages.push_back(b);
 }
 
 void Soak::open(Comm& c) {

@@ -99,6 +99,17 @@ void SendLane::stop() {
   arena_.clear();
   comm_ = nullptr;
   nextStep_ = 0;
+  startedSteps_ = 0;
+}
+
+std::string SendLane::postedSteps() const {
+  if (startedSteps_ == 0) return "-";
+  const uint64_t first = startedSteps_ > kHistory ? startedSteps_ - kHistory : 0;
+  std::string out = std::to_string(first) + ":";
+  for (uint64_t step = first; step < startedSteps_; ++step) {
+    out += (step == first ? "" : ",") + std::to_string(startedMs_[step % kHistory]);
+  }
+  return out;
 }
 
 LanePass SendLane::drive(pilot::net::Transport& t, RateLimit& limit, int64_t nowMs) {
@@ -149,6 +160,7 @@ LanePass SendLane::drive(pilot::net::Transport& t, RateLimit& limit, int64_t now
         return pass;
       }
       if (*r != nullptr) {
+        if (s.posted == 0) startedMs_[startedSteps_++ % kHistory] = nowMs;
         s.requests[s.posted++] = *r;
         progressed = true;
       }
@@ -173,6 +185,11 @@ void RecvLane::stop() {
   arena_.clear();
   comm_ = nullptr;
   nextStep_ = 0;
+}
+
+std::string RecvLane::oldestWaiting() const {
+  if (steps_.empty() || steps_.front().request == nullptr) return "-";
+  return std::to_string(steps_.front().number) + ":" + std::to_string(steps_.front().postedMs);
 }
 
 std::string RecvLane::verify(const Step& step, const TestResult& result,
@@ -265,6 +282,7 @@ LanePass RecvLane::drive(pilot::net::Transport& t, TrafficTotals& totals, std::s
       }
       if (*r != nullptr) {
         s.request = *r;
+        s.postedMs = nowMs;
         progressed = true;
       }
     }

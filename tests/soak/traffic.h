@@ -5,6 +5,7 @@
 // the sizes test() reports, and that the slack behind each message was not written.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -79,8 +80,13 @@ class SendLane {
   /// The last time a message was posted or completed.
   int64_t lastProgressMs() const { return lastProgressMs_; }
   uint64_t completedSteps() const { return completedSteps_; }
+  /// When its first message went, for the last kHistory steps that went: "FIRST:T0,T1,..."
+  /// (steps FIRST, FIRST + 1, ...), or "-". When a receiver's step got stuck in a fault is
+  /// when its sender posted it, whatever the sender did since.
+  std::string postedSteps() const;
 
  private:
+  static constexpr uint64_t kHistory = 16;
   struct Step {
     StepPlan plan;
     uint8_t* base = nullptr;
@@ -95,6 +101,8 @@ class SendLane {
   pilot::net::SendComm* comm_ = nullptr;
   std::deque<Step> steps_;
   uint64_t nextStep_ = 0;
+  uint64_t startedSteps_ = 0;  ///< steps whose first message was posted
+  std::array<int64_t, kHistory> startedMs_{};
   uint64_t completedSteps_ = 0;
   int64_t lastProgressMs_ = 0;
 };
@@ -111,6 +119,8 @@ class RecvLane {
   int64_t lastProgressMs() const { return lastProgressMs_; }
   /// Steps received and checked since start().
   uint64_t completedSteps() const { return completedSteps_; }
+  /// The oldest step posted and not complete, "STEP:POSTED_MS", or "-".
+  std::string oldestWaiting() const;
 
  private:
   struct Step {
@@ -118,6 +128,7 @@ class RecvLane {
     StepPlan plan;
     uint8_t* base = nullptr;
     pilot::net::Request* request = nullptr;
+    int64_t postedMs = 0;
   };
   static constexpr size_t kDepth = 4;
   static constexpr uint8_t kCanary = 0xa5;

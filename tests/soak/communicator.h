@@ -16,9 +16,9 @@ namespace soak {
 struct Breakage {
   bool hung = false;  ///< no error, but nothing moved for longer than the hang bound
   int64_t atMs = 0;   ///< when the error surfaced (or the hang was declared)
-  /// What the coordinator times the detection from (a step is stuck in a fault from when its
-  /// sender posted it, whatever happened since): when the send lane posted its last steps
-  /// (SendLane::postedSteps) and the receive lane's oldest step waiting
+  /// What the coordinator times the detection from (a step waits on the network from when its
+  /// sender posted the last message it posted into it): when the send lane posted into its
+  /// last steps (SendLane::postedSteps) and the receive lane's oldest step waiting
   /// (RecvLane::oldestWaiting); "-" in set-up.
   std::string sendSteps = "-";
   std::string recvWaiting = "-";

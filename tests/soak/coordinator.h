@@ -43,12 +43,15 @@ std::map<std::string, std::string> pairSettings(int pair);
 
 /// A broken communicator must report its error within NCCL_PILOT_SOCKET_TIMEOUT_MS plus this,
 /// timed from the fault's start or, when later, from when what its connection waits for entered
-/// the network (Soak::timeDetections). The fault's stamp is taken before the ip/nft command that
-/// makes it runs (10-60 ms on two busy cores), so the time is an upper bound; the transport looks
-/// at its acknowledgements every timeout / 32 (94 ms here) and may see the deadline pass up to
-/// two of those late; the far end of a connection whose near end failed learns from that end's
-/// close, one scheduling round later; and each peer tests its comms once per pass.
-constexpr int64_t kDetectSlackMs = 250;
+/// the network (Soak::timeDetections). A connection fails a timeout after the bytes it holds
+/// were first sent, and the soak cannot always tell when that was: bytes written in an outage's
+/// first few hundred ms, of a step its receiver does not wait on (yet), are timed from the
+/// fault's start (measured up to 380 ms over). Also: the fault's stamp is taken before the ip/nft
+/// command that makes it runs (10-60 ms on two busy cores); the transport looks at its
+/// acknowledgements every timeout / 32 (94 ms here) and may see the deadline pass up to two of
+/// those late; the far end of a failed connection learns from the near end's close one
+/// scheduling round later; each peer tests its comms once per pass.
+constexpr int64_t kDetectSlackMs = 500;
 
 /// How far a process's resident memory may be above its start after a fault. Its arenas are
 /// touched up front and allocated once, so what may grow is the transport's memory of the
@@ -70,8 +73,9 @@ struct PeerStats {
 };
 
 /// A side's report that its communicator broke ("broken C E AT SENT WAITING WHERE WHAT"):
-/// when, which lane, when its send lane posted its last steps (SENT: "FIRST:T0,T1,..."),
-/// and its receive lane's oldest step waiting (WAITING: "STEP:POSTED").
+/// when, which lane, when its send lane last posted into its last steps (SENT:
+/// "FIRST:T0,T1,..."), and its receive lane's oldest step not complete (WAITING: "STEP:POSTED",
+/// POSTED "-" while not posted).
 struct BreakReport {
   int comm = 0, side = 0;
   uint32_t epoch = 0;
@@ -79,9 +83,9 @@ struct BreakReport {
   int lane = -1;  ///< 0 send, 1 receive; -1 in set-up
   uint64_t firstSent = 0;
   std::vector<int64_t> sentMs;  ///< when steps firstSent, firstSent + 1, ... were posted
-  bool waiting = false;
+  bool waiting = false;         ///< the receive lane reported its oldest step not complete
   uint64_t waitingStep = 0;
-  int64_t waitingMs = 0;
+  int64_t waitingMs = -1;  ///< when that step was posted; -1: not posted yet
   std::string what;
 };
 
@@ -160,9 +164,9 @@ class Soak {
   // The faults (soak_faults.cc).
   void inject(const Fault& fault, int number);
   /// From each breakage of the fault, how long its error took: from the fault's start, or, when
-  /// later, from when what the connection's receiver waits for entered the network: its oldest
-  /// waiting step as the sender posted it, or, if the sender never did, its own receive (the
-  /// CTS record). A receive that waits on a send not yet posted waits on no fault.
+  /// later, from when what the connection's receiver waits for entered the network: the last
+  /// message its sender posted into its oldest waiting step, or, if the sender posted none, its
+  /// own receive (the CTS record). A receive waiting on a send not yet posted waits on no fault.
   void timeDetections();
   /// When the failing lane's connection started to hold what got stuck (see timeDetections).
   int64_t stuckSince(const BreakReport& b) const;

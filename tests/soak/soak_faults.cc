@@ -90,7 +90,8 @@ int64_t Soak::stuckSince(const BreakReport& b) const {
   if (step - sender->firstSent < sender->sentMs.size()) {
     return sender->sentMs[step - sender->firstSent];
   }
-  return receiver->waitingMs;  // never sent: only the receive's CTS record was on its way
+  // Never sent: only the receive's CTS record was on its way, if it was posted.
+  return receiver->waitingMs >= 0 ? receiver->waitingMs : current_.startMs;
 }
 
 void Soak::timeDetections() {

@@ -55,13 +55,13 @@ void parseSent(const std::string& text, BreakReport* b) {
   }
 }
 
-/// "STEP:POSTED" (or "-") into b->waiting*.
+/// "STEP:POSTED", "STEP:-" (or "-") into b->waiting*.
 void parseWaiting(const std::string& text, BreakReport* b) {
   const size_t colon = text.find(':');
   if (colon == std::string::npos) return;
   b->waiting = true;
   b->waitingStep = std::strtoull(text.c_str(), nullptr, 10);
-  b->waitingMs = std::strtoll(text.c_str() + colon + 1, nullptr, 10);
+  if (text[colon + 1] != '-') b->waitingMs = std::strtoll(text.c_str() + colon + 1, nullptr, 10);
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ std::string SendLane::postedSteps() const {
   const uint64_t first = startedSteps_ > kHistory ? startedSteps_ - kHistory : 0;
   std::string out = std::to_string(first) + ":";
   for (uint64_t step = first; step < startedSteps_; ++step) {
-    out += (step == first ? "" : ",") + std::to_string(startedMs_[step % kHistory]);
+    out += (step == first ? "" : ",") + std::to_string(postedMs_[step % kHistory]);
   }
   return out;
 }
@@ -160,7 +160,8 @@ LanePass SendLane::drive(pilot::net::Transport& t, RateLimit& limit, int64_t now
         return pass;
       }
       if (*r != nullptr) {
-        if (s.posted == 0) startedMs_[startedSteps_++ % kHistory] = nowMs;
+        if (s.posted == 0) ++startedSteps_;
+        postedMs_[(startedSteps_ - 1) % kHistory] = nowMs;  // steps are posted one by one
         s.requests[s.posted++] = *r;
         progressed = true;
       }
@@ -188,8 +189,10 @@ void RecvLane::stop() {
 }
 
 std::string RecvLane::oldestWaiting() const {
-  if (steps_.empty() || steps_.front().request == nullptr) return "-";
-  return std::to_string(steps_.front().number) + ":" + std::to_string(steps_.front().postedMs);
+  if (comm_ == nullptr) return "-";
+  if (steps_.empty()) return std::to_string(nextStep_) + ":-";
+  const Step& s = steps_.front();
+  return std::to_string(s.number) + ":" + (s.request ? std::to_string(s.postedMs) : "-");
 }
 
 std::string RecvLane::verify(const Step& step, const TestResult& result,

@@ -80,9 +80,9 @@ class SendLane {
   /// The last time a message was posted or completed.
   int64_t lastProgressMs() const { return lastProgressMs_; }
   uint64_t completedSteps() const { return completedSteps_; }
-  /// When its first message went, for the last kHistory steps that went: "FIRST:T0,T1,..."
-  /// (steps FIRST, FIRST + 1, ...), or "-". When a receiver's step got stuck in a fault is
-  /// when its sender posted it, whatever the sender did since.
+  /// When its latest message went, for the last kHistory steps that went: "FIRST:T0,T1,..."
+  /// (steps FIRST, FIRST + 1, ...), or "-". A receiver's step waits on the network, not on
+  /// its sender, from when the sender posted the last message it posted into it.
   std::string postedSteps() const;
 
  private:
@@ -101,8 +101,8 @@ class SendLane {
   pilot::net::SendComm* comm_ = nullptr;
   std::deque<Step> steps_;
   uint64_t nextStep_ = 0;
-  uint64_t startedSteps_ = 0;  ///< steps whose first message was posted
-  std::array<int64_t, kHistory> startedMs_{};
+  uint64_t startedSteps_ = 0;                 ///< steps with a message posted
+  std::array<int64_t, kHistory> postedMs_{};  ///< when each step's latest message was posted
   uint64_t completedSteps_ = 0;
   int64_t lastProgressMs_ = 0;
 };
@@ -119,7 +119,8 @@ class RecvLane {
   int64_t lastProgressMs() const { return lastProgressMs_; }
   /// Steps received and checked since start().
   uint64_t completedSteps() const { return completedSteps_; }
-  /// The oldest step posted and not complete, "STEP:POSTED_MS", or "-".
+  /// The oldest step not complete: "STEP:POSTED_MS", or "STEP:-" while it is not posted yet
+  /// (its sender's eager messages may be on their way all the same).
   std::string oldestWaiting() const;
 
  private:

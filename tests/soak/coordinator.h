@@ -55,12 +55,13 @@ constexpr int64_t kDetectSlackMs = 500;
 
 /// How far a process's resident memory may be above its start after a fault. Its arenas are
 /// touched up front and allocated once, so what may grow is the transport's memory of the
-/// communicators re-created (rings of about 100 KiB per comm, the 1 MiB parking pool of a
-/// receive comm, made on its first unexpected message), which glibc keeps for reuse after free
-/// (its mmap threshold rises to 1 MiB once such a block is freed, so the next ones come from
-/// the heap, and free memory is only trimmed off the heap's top): one pool and the rings of
-/// each of a process's receive comms, twice over.
-constexpr int64_t kRssToleranceKb = 8 * 1024;
+/// communicators re-created, which glibc keeps for reuse after free rather than returning it
+/// (its mmap threshold rises to 1 MiB once such a block is freed, so later ones come from the
+/// heap, which is only trimmed at its top): a receive comm's rings (about 100 KiB) and its
+/// 1 MiB parking pool, made on its first unexpected message. One of each, rounded up to 2 MiB;
+/// measured within 0.3 MiB of the start per process over 5 minutes, so a leak of the rings per
+/// re-creation (a process sees 10 to 25) shows.
+constexpr int64_t kRssToleranceKb = 2 * 1024;
 
 /// A process's report (a "tick", or a "stats" reply).
 struct PeerStats {

@@ -18,7 +18,7 @@
 # when its operation was posted), nothing may hang, the communicators the fault did not touch keep
 # moving (through a kill, before the victim restarts), every broken one is re-established
 # (new listen/connect) and moves, and every process is back to its descriptors (exactly) and
-# memory (within 8 MiB). The seed is printed first; --seed replays the same schedule and data.
+# memory (within 2 MiB). The seed is printed first; --seed replays the same schedule and data.
 # The last line: soak: T transfers, B bytes verified, F faults, 0 corrupted, 0 hung, max detect
 # D ms, fds X->Y, rss X->Y MiB. Exits 0 only when every check held and every kind was
 # injected; 77 (a skip) where namespaces cannot be made (as tests/net/netns_test skips), or

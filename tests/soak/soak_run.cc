@@ -142,6 +142,9 @@ std::string Soak::resources(bool* ok) {
     fdsNow += p.last.fds;
     rssBefore += p.baseline.rssKb;
     rssNow += p.last.rssKb;
+    note(p.name() + ": " + std::to_string(p.last.fds) + " fds (" + std::to_string(p.baseline.fds) +
+         " at the start), " + std::to_string(p.last.rssKb) + " KiB resident (" +
+         std::to_string(p.baseline.rssKb) + ")");
     if (p.last.fds != p.baseline.fds) {
       *ok = false;
       failure("process " + p.name() + " holds " + std::to_string(p.last.fds) + " descriptors, " +

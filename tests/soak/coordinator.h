@@ -53,6 +53,13 @@ std::map<std::string, std::string> pairSettings(int pair);
 /// scheduling round later; each peer tests its comms once per pass.
 constexpr int64_t kDetectSlackMs = 500;
 
+/// How long after one end of a connection failed the other end, learning it from that end's
+/// close (a FIN or reset), may take. At once when the path works and nothing is queued; but a
+/// FIN waits behind the failed end's unacknowledged data for its next retransmission, and where
+/// the kernel ended that connection itself (no reset is sent) the other end learns at its next
+/// keepalive probe: 1 s idle + 1 s interval at this timeout. Measured up to 889 ms.
+constexpr int64_t kCascadeMs = 2000;
+
 /// How far a process's resident memory may be above its start after a fault. Its arenas are
 /// touched up front and allocated once, so what may grow is the transport's memory of the
 /// communicators re-created, which glibc keeps for reuse after free rather than returning it
@@ -124,7 +131,8 @@ class Soak {
     int comm = 0, side = 0;
     int64_t ms = 0;
     std::string what;
-    bool stranger = false;  ///< the wrong-secret peer's own connection, not the communicator
+    bool stranger = false;     ///< the wrong-secret peer's own connection, not the communicator
+    int64_t afterPeerMs = -1;  ///< learnt from the peer's close this long after it failed
   };
   /// The fault being injected (and settling): breakages are measured against it.
   struct Current {
@@ -195,6 +203,7 @@ class Soak {
   int64_t startMs_ = 0;
   uint64_t corrupted_ = 0, hung_ = 0;
   int64_t maxDetectMs_ = 0;
+  int64_t maxAfterPeerMs_ = -1;  ///< the most a far end learnt after its near end
   std::vector<std::string> failures_;
 };
 

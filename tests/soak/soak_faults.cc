@@ -44,21 +44,30 @@ void Soak::inject(const Fault& f, int number) {
   ++injected_;
   kindsInjected_.insert(static_cast<int>(f.kind));
   timeDetections();
-  int64_t maxDetect = -1;
+  // A connection's detection is its first end's; the other end's lag behind it is its own.
+  int64_t maxDetect = -1, maxAfterPeer = -1;
   std::set<int> broken;
   int sides = 0;
   for (const Detection& d : current_.detections) {
-    maxDetect = std::max(maxDetect, d.ms);
+    if (d.afterPeerMs < 0) maxDetect = std::max(maxDetect, d.ms);
+    maxAfterPeer = std::max(maxAfterPeer, d.afterPeerMs);
     if (!d.stranger) {
       broken.insert(d.comm);
       ++sides;
     }
-    if (d.ms > o_.timeoutMs + kDetectSlackMs) {
+    // The end that failed first within the timeout; the other, if it learnt from that end's
+    // close, soon after it.
+    if (d.afterPeerMs < 0 && d.ms > o_.timeoutMs + kDetectSlackMs) {
       failure("fault " + std::to_string(number) + ": comm " + std::to_string(d.comm) +
               " noticed after " + std::to_string(d.ms) + " ms: " + d.what);
     }
+    if (d.afterPeerMs > kCascadeMs) {
+      failure("fault " + std::to_string(number) + ": comm " + std::to_string(d.comm) + " noticed " +
+              std::to_string(d.afterPeerMs) + " ms after its peer: " + d.what);
+    }
   }
   maxDetectMs_ = std::max(maxDetectMs_, maxDetect);
+  maxAfterPeerMs_ = std::max(maxAfterPeerMs_, maxAfterPeer);
   current_.active = false;
   std::string brokeText = "none";
   if (!broken.empty()) {
@@ -68,9 +77,10 @@ void Soak::inject(const Fault& f, int number) {
   }
   bool ok = false;
   const std::string resourceText = fatal_ ? "" : resources(&ok);
+  std::string detectText = maxDetect < 0 ? "-" : std::to_string(maxDetect) + " ms";
+  if (maxAfterPeer >= 0) detectText += " (far ends " + std::to_string(maxAfterPeer) + " ms later)";
   std::printf("soak: fault %d %s at %.1f s: %s; broke %s; detect %s; back after %.1f s; %s\n",
-              number, faultName(f.kind), at, what.c_str(), brokeText.c_str(),
-              maxDetect < 0 ? "-" : (std::to_string(maxDetect) + " ms").c_str(),
+              number, faultName(f.kind), at, what.c_str(), brokeText.c_str(), detectText.c_str(),
               static_cast<double>(now() - current_.startMs) / 1000.0, resourceText.c_str());
   std::fflush(stdout);
 }
@@ -97,11 +107,25 @@ int64_t Soak::stuckSince(const BreakReport& b) const {
 void Soak::timeDetections() {
   for (const BreakReport& b : current_.breakages) {
     const int64_t since = std::max(current_.startMs, stuckSince(b));
-    const int64_t ms = b.atMs - since;
-    note("detect " + std::to_string(ms) + " ms: comm " + std::to_string(b.comm) + " on " +
+    Detection d{b.comm, b.side, b.atMs - since, b.what};
+    // Learnt from the peer's close, after the peer failed first (by a killed peer's close it is
+    // the fault's own detection).
+    const bool closedByPeer = b.what.find("closed the connection") != std::string::npos ||
+                              b.what.find("closed by the peer") != std::string::npos ||
+                              b.what.find("reset by peer") != std::string::npos ||
+                              b.what.find("Broken pipe") != std::string::npos;
+    for (const BreakReport& peer : current_.breakages) {
+      if (closedByPeer && peer.comm == b.comm && peer.epoch == b.epoch && peer.side != b.side &&
+          peer.atMs <= b.atMs) {
+        d.afterPeerMs = b.atMs - peer.atMs;
+      }
+    }
+    note("detect " + std::to_string(d.ms) + " ms: comm " + std::to_string(b.comm) + " on " +
          processes_[comms_[b.comm].pair * 2 + b.side].name() + " (timed from " +
-         std::to_string(since - current_.startMs) + " ms into the fault) " + b.what);
-    current_.detections.push_back({b.comm, b.side, ms, b.what});
+         std::to_string(since - current_.startMs) + " ms into the fault" +
+         (d.afterPeerMs >= 0 ? ", " + std::to_string(d.afterPeerMs) + " ms after its peer" : "") +
+         ") " + b.what);
+    current_.detections.push_back(d);
   }
 }
 

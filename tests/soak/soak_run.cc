@@ -245,6 +245,11 @@ int Soak::finish() {
             " s");
   }
   if (transfers == 0) failure("nothing was transferred");
+  if (maxAfterPeerMs_ >= 0) {
+    std::printf("soak: far ends of broken connections learnt it at most %" PRId64
+                " ms after their near ends (bound %" PRId64 " ms)\n",
+                maxAfterPeerMs_, kCascadeMs);
+  }
   std::printf("soak: %" PRIu64 " transfers, %" PRIu64 " bytes verified, %d faults, %" PRIu64
               " corrupted, %" PRIu64 " hung, max detect %" PRId64 " ms, %s\n",
               transfers, bytes, injected_, corrupted, hung_, maxDetectMs_, resourceText.c_str());

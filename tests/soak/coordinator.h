@@ -53,12 +53,13 @@ std::map<std::string, std::string> pairSettings(int pair);
 /// scheduling round later; each peer tests its comms once per pass.
 constexpr int64_t kDetectSlackMs = 500;
 
-/// How long after one end of a connection failed the other end, learning it from that end's
-/// close (a FIN or reset), may take. At once when the path works and nothing is queued; but a
-/// FIN waits behind the failed end's unacknowledged data for its next retransmission, and where
-/// the kernel ended that connection itself (no reset is sent) the other end learns at its next
-/// keepalive probe: 1 s idle + 1 s interval at this timeout. Measured up to 889 ms.
-constexpr int64_t kCascadeMs = 2000;
+/// How long after one end of a connection failed the other end may take, in timeouts. It learns
+/// from that end's close at once when the path works and nothing is queued; but a FIN waits
+/// behind the failed end's unacknowledged data for its next retransmission, and where the kernel
+/// ended the connection itself (a user timeout sends no reset) the other end only learns by its
+/// own next retransmission (the backoff reaches 1.6 s here) or keepalive probe (1 s idle + 1 s):
+/// its own timers, within a timeout. Measured up to 1974 ms at 3000.
+constexpr int kCascadeTimeouts = 1;
 
 /// How far a process's resident memory may be above its start after a fault. Its arenas are
 /// touched up front and allocated once, so what may grow is the transport's memory of the

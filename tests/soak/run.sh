@@ -15,7 +15,7 @@
 # process is killed (SIGKILL) and restarted; a communicator is re-created while strangers flood
 # its new listener, or while a peer with the wrong secret connects to it. After each: what broke
 # must have failed within NCCL_PILOT_SOCKET_TIMEOUT_MS (3000 here, + 500 ms) of the fault (or of
-# when what it waited for was sent), the far end of a connection within 2 s of the near end;
+# when what it waited for was sent), the far end of a connection within a timeout of the near end;
 # nothing may hang; the communicators the fault did not touch keep moving (through a kill,
 # before the victim restarts); every broken one is re-established (new listen/connect) and
 # moves; and every process is back to its descriptors (exactly) and

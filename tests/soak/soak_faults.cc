@@ -61,7 +61,7 @@ void Soak::inject(const Fault& f, int number) {
       failure("fault " + std::to_string(number) + ": comm " + std::to_string(d.comm) +
               " noticed after " + std::to_string(d.ms) + " ms: " + d.what);
     }
-    if (d.afterPeerMs > kCascadeMs) {
+    if (d.afterPeerMs > int64_t{kCascadeTimeouts} * o_.timeoutMs) {
       failure("fault " + std::to_string(number) + ": comm " + std::to_string(d.comm) + " noticed " +
               std::to_string(d.afterPeerMs) + " ms after its peer: " + d.what);
     }

@@ -248,7 +248,7 @@ int Soak::finish() {
   if (maxAfterPeerMs_ >= 0) {
     std::printf("soak: far ends of broken connections learnt it at most %" PRId64
                 " ms after their near ends (bound %" PRId64 " ms)\n",
-                maxAfterPeerMs_, kCascadeMs);
+                maxAfterPeerMs_, int64_t{kCascadeTimeouts} * o_.timeoutMs);
   }
   std::printf("soak: %" PRIu64 " transfers, %" PRIu64 " bytes verified, %d faults, %" PRIu64
               " corrupted, %" PRIu64 " hung, max detect %" PRId64 " ms, %s\n",

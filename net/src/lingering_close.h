@@ -16,9 +16,15 @@ namespace pilot::net {
 /// closed its end or at `deadlineMs` (nowMs()), whichever comes first. Sweeps the others too.
 void closeWhenPeerCloses(Fd fd, int64_t deadlineMs) noexcept;
 
-/// Closes those whose peer has closed by now (after this process closed a receive comm: on
-/// loopback that is often the peer of one of them).
+/// Closes those whose peer has closed by now, or whose deadline passed (after this process
+/// closed a receive comm: on loopback that is often the peer of one of them).
 void sweepLingeringSockets() noexcept;
+
+/// The same from the calls NCCL keeps making (test, and connection set-up), so a socket goes
+/// within kSweepIntervalMs of its peer's close or its deadline, not at some later close: when
+/// none waits it is one relaxed load; else a clock read, and a sweep every 100 ms at most,
+/// under a try-lock (it never waits for another thread).
+void sweepLingeringSocketsWhenDue() noexcept;
 
 /// How many sockets are waiting for their peer (tests).
 int lingeringSockets() noexcept;

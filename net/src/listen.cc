@@ -89,6 +89,7 @@ Expected<SocketRecvComm*> SocketListenComm::accept() {
       done.chunkBytes = c.chunkBytes;
       done.eagerBytes = c.eagerBytes;
       done.threads = threads_;
+      done.timeoutMs = timeoutMs_;
       done.peer = c.peer;
       connections_.erase(connections_.begin() + static_cast<std::ptrdiff_t>(i));
       return new SocketRecvComm(std::move(done), log_);

@@ -19,7 +19,8 @@ SocketRecvComm::SocketRecvComm(Connection connection, Logger& log)
       streamCount_(connection.streams),
       chunkBytes_(connection.chunkBytes),
       eagerBytes_(connection.eagerBytes),
-      latch_(log, "receive from", std::move(connection.peer)) {
+      latch_(log, "receive from", std::move(connection.peer)),
+      acks_(connection.timeoutMs) {
   adoptStreams(connection, streams_);
   for (Group& g : groups_) g.owner = this;
   workers_ = StreamWorkers::start(connection.threads, streams_, streamCount_, POLLIN, this,
@@ -113,8 +114,18 @@ void SocketRecvComm::slotFilled(uint32_t n) {
   }
 }
 
+Status SocketRecvComm::checkAcknowledged() {
+  // The data streams carry nothing from this side: keepalive watches them.
+  if (!acks_.due()) return Status::success();
+  if (std::string what = acks_.inspect(0, control_.get()); !what.empty()) {
+    return fail("control socket: " + what);
+  }
+  return Status::success();
+}
+
 Status SocketRecvComm::progress() {
   if (latch_.failed()) return latch_.error();
+  if (Status s = checkAcknowledged(); !s) return s;
   bool busy = false;
   if (Status s = readControl(&busy); !s) return s;
   if (workers_) {

@@ -24,7 +24,8 @@ SocketSendComm::SocketSendComm(Connection connection, Logger& log)
       chunkBytes_(connection.chunkBytes),
       eagerBytes_(connection.eagerBytes),
       timeoutMs_(connection.timeoutMs),
-      latch_(log, "send to", std::move(connection.peer)) {
+      latch_(log, "send to", std::move(connection.peer)),
+      acks_(connection.timeoutMs) {
   adoptStreams(connection, streams_);
   for (Message& m : messages_) m.owner = this;
   workers_ = StreamWorkers::start(connection.threads, streams_, streamCount_, POLLOUT, this,
@@ -97,7 +98,9 @@ Expected<Request*> SocketSendComm::isend(const void* data, size_t size, int tag)
   if (!go) {
     // The peer has not posted this receive yet. No writing here: NCCL tests its oldest send
     // next, and that test writes what is queued (writing from here too copied steps NCCL had
-    // not asked about yet, measured 3-5% slower at 4M: docs/performance.md).
+    // not asked about yet, measured 3-5% slower at 4M: docs/performance.md). Nothing may be
+    // left to test, so the wait for the record keeps the ack deadline.
+    if (Status s = checkAcknowledged(); !s) return Error{s.error()};
     return static_cast<Request*>(nullptr);
   }
 
@@ -139,8 +142,22 @@ Status SocketSendComm::test(SocketRequest* request, TestResult* result) {
   return Status::success();
 }
 
+Status SocketSendComm::checkAcknowledged() {
+  if (!acks_.due()) return Status::success();
+  if (std::string what = acks_.inspect(0, control_.get()); !what.empty()) {
+    return fail("control socket: " + what);
+  }
+  for (int i = 0; i < streamCount_; ++i) {
+    if (std::string what = acks_.inspect(i + 1, streams_[i].fd.get()); !what.empty()) {
+      return fail("data stream " + std::to_string(i) + ": " + what);
+    }
+  }
+  return Status::success();
+}
+
 Status SocketSendComm::progress(const Message* tested) {
   if (latch_.failed()) return latch_.error();
+  if (Status s = checkAcknowledged(); !s) return s;
   if (ctrlSeq_ != nextSeq_) {
     if (Status s = writeControl(tested); !s) return s;
   }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "ack_deadline.h"
 #include "pilot/core/log.h"
 #include "socket_io.h"
 #include "stream_cursor.h"
@@ -30,7 +31,8 @@ struct Connection {
   uint64_t chunkBytes = 0;  ///< the sender's chunk size (the receiver learns it from the hello)
   uint64_t eagerBytes = 0;  ///< the sender's eager limit (likewise)
   int threads = 0;          ///< this side's helper threads for the data streams
-  int timeoutMs = 30000;    ///< NCCL_PILOT_SOCKET_TIMEOUT_MS: also how long a closed sender lingers
+  int timeoutMs = 30000;    ///< NCCL_PILOT_SOCKET_TIMEOUT_MS: the ack deadline; how long a closed
+                            ///< sender lingers
   std::string peer;         ///< "addr:port" for log lines
 };
 
@@ -148,6 +150,8 @@ class SocketSendComm final : public SendComm {
   }
   /// Active -> Complete once the header is out and every chunk written.
   static void settle(Message& m);
+  /// The control socket and the data streams against the ack deadline (when it is due).
+  Status checkAcknowledged();
   Error fail(const std::string& what);
   Message& message(uint32_t seq) { return messages_[seq & kRingMask]; }
 
@@ -159,6 +163,7 @@ class SocketSendComm final : public SendComm {
   FailureLatch latch_;
   TrafficCount sent_;
   bool peerClosed_ = false;
+  AckDeadline acks_;
 
   std::array<Message, kMaxInflight> messages_;
   uint32_t nextSeq_ = 0;     ///< next message
@@ -231,6 +236,8 @@ class SocketRecvComm final : public RecvComm {
   /// Moves parked messages into buffers posted since (oldest first, per tag in order).
   Status unpark();
   Status payloadDone();
+  /// The control socket (where this side writes its CTS records) against the ack deadline.
+  Status checkAcknowledged();
   /// One stream's chunks, from the progress thread or a helper (see SocketSendComm).
   StreamPass readStream(StreamCursor& stream);
   static StreamPass moveStream(void* comm, StreamCursor& stream) {
@@ -251,6 +258,7 @@ class SocketRecvComm final : public RecvComm {
   FailureLatch latch_;
   TrafficCount received_;
   bool controlClosed_ = false;
+  AckDeadline acks_;
 
   TagQueue posted_;  ///< every posted buffer, matched by tag as headers arrive
   std::array<Slot, kMaxInflight> slots_;

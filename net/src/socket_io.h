@@ -60,6 +60,8 @@ std::string peerName(int fd);
 
 /// Milliseconds of CLOCK_MONOTONIC.
 int64_t nowMs();
+/// The same clock at its coarse resolution (a few ms), cheaper to read on the data path.
+int64_t coarseNowMs();
 /// 64 random bits from getrandom(2); an error if the kernel cannot provide them.
 Expected<uint64_t> random64();
 

@@ -51,6 +51,7 @@ class SocketTransport final : public Transport {
 
   Expected<ListenComm*> listen(int dev, void* handle) override {
     if (dev < 0 || dev >= deviceCount()) return Error{"no network device " + std::to_string(dev)};
+    sweepLingeringSocketsWhenDue();
     auto comm = SocketListenComm::open(nics_[dev], options_, log_, handle);
     if (!comm) return Error{comm.error()};
     return static_cast<ListenComm*>(comm->release());
@@ -58,6 +59,7 @@ class SocketTransport final : public Transport {
 
   Expected<SendComm*> connect(int dev, void* handle, const ConnectOptions& options) override {
     if (dev < 0 || dev >= deviceCount()) return Error{"no network device " + std::to_string(dev)};
+    sweepLingeringSocketsWhenDue();
     std::lock_guard<std::mutex> lock(mutex_);
     uint64_t ticket = wire::handleTicket(handle);
     auto it = connects_.find(ticket);
@@ -80,6 +82,7 @@ class SocketTransport final : public Transport {
   }
 
   Expected<RecvComm*> accept(ListenComm* listen) override {
+    sweepLingeringSocketsWhenDue();
     auto comm = static_cast<SocketListenComm*>(listen)->accept();
     if (!comm) return Error{comm.error()};
     return static_cast<RecvComm*>(*comm);
@@ -117,6 +120,9 @@ class SocketTransport final : public Transport {
   }
 
   Status test(Request* request, TestResult* result) override {
+    // Sockets of closed send comms go once their receivers closed (or their deadline passed),
+    // not at this process's next close, which may never come.
+    sweepLingeringSocketsWhenDue();
     auto* r = static_cast<SocketRequest*>(request);
     if (r->state == SocketRequest::State::Free) {
       const char* what = "test: the request is not in flight (already reported done?)";

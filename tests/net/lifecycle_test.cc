@@ -150,26 +150,19 @@ long readToEnd(int fd) {
   }
 }
 
-TEST(Lifecycle, ASenderThatClosedStillDeliversWhileItsReceiverWritesCtsRecords) {
-  // A raw receiver: our send comm connects to a plain listening socket, which reads nothing
-  // until the sender has closed, then writes a CTS record (a receive posted late), then reads.
-  // Had the sender closed its control socket, the kernel would answer that record with a
-  // reset and drop the part of the message it had not sent yet.
-  RecordingLogger log;
-  auto t = loopbackTransport(log, {{"NCCL_PILOT_SOCKET_NSTREAMS", "0"}});
-  ASSERT_NE(t, nullptr);
-  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  // A small receive window (inherited by the accepted socket): most of the message is still
-  // in the sender's kernel when it closes, as on a real network when the last step is sent.
-  const int window = 4096;
-  ASSERT_EQ(setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &window, sizeof(window)), 0);
+/// A raw receiver for our send comm: a plain listening socket on loopback (with `window` as its
+/// receive buffer, inherited by the accepted socket) takes the connection of a send comm without
+/// data streams and reads its hello. The fds go to *listener and *control.
+SendComm* connectToRawReceiver(Transport& t, int window, int* listener, int* control) {
+  *listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_EQ(setsockopt(*listener, SOL_SOCKET, SO_RCVBUF, &window, sizeof(window)), 0);
   sockaddr_in sin{};
   sin.sin_family = AF_INET;
   sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)), 0);
-  ASSERT_EQ(listen(listener, 4), 0);
+  EXPECT_EQ(bind(*listener, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)), 0);
+  EXPECT_EQ(listen(*listener, 4), 0);
   socklen_t len = sizeof(sin);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&sin), &len), 0);
+  EXPECT_EQ(getsockname(*listener, reinterpret_cast<sockaddr*>(&sin), &len), 0);
   wire::Handle h;
   h.family = AF_INET;
   h.port = ntohs(sin.sin_port);
@@ -179,15 +172,30 @@ TEST(Lifecycle, ASenderThatClosedStillDeliversWhileItsReceiverWritesCtsRecords) 
   wire::encodeHandle(h, handle);
   SendComm* comm = nullptr;
   for (int i = 0; i < 1000 && comm == nullptr; ++i) {
-    auto s = t->connect(0, handle, {});
-    ASSERT_TRUE(s.ok()) << s.error();
+    auto s = t.connect(0, handle, {});
+    EXPECT_TRUE(s.ok()) << s.error();
+    if (!s.ok()) return nullptr;
     comm = *s;
   }
-  ASSERT_NE(comm, nullptr);
-  int control = accept(listener, nullptr, nullptr);
-  ASSERT_GE(control, 0);
+  *control = accept(*listener, nullptr, nullptr);
   uint8_t hello[wire::Hello::kBytes];
-  ASSERT_EQ(recv(control, hello, sizeof(hello), MSG_WAITALL), static_cast<ssize_t>(sizeof(hello)));
+  EXPECT_EQ(recv(*control, hello, sizeof(hello), MSG_WAITALL), static_cast<ssize_t>(sizeof(hello)));
+  return comm;
+}
+
+TEST(Lifecycle, ASenderThatClosedStillDeliversWhileItsReceiverWritesCtsRecords) {
+  // A raw receiver reads nothing until the sender has closed, then writes a CTS record (a
+  // receive posted late), then reads. Had the sender closed its control socket, the kernel
+  // would answer that record with a reset and drop the part of the message it had not sent yet.
+  RecordingLogger log;
+  auto t = loopbackTransport(log, {{"NCCL_PILOT_SOCKET_NSTREAMS", "0"}});
+  ASSERT_NE(t, nullptr);
+  // A small receive window: most of the message is still in the sender's kernel when it
+  // closes, as on a real network when the last step is sent.
+  int listener = -1, control = -1;
+  SendComm* comm = connectToRawReceiver(*t, 4096, &listener, &control);
+  ASSERT_NE(comm, nullptr);
+  ASSERT_GE(control, 0);
 
   std::vector<uint8_t> out(12000, 0x11);
   Request* r = postSend(*t, comm, out.data(), out.size(), 0);  // eager: no CTS record needed
@@ -210,13 +218,65 @@ TEST(Lifecycle, ASenderThatClosedStillDeliversWhileItsReceiverWritesCtsRecords) 
       << "every byte, then a FIN (not a reset)";
   close(control);
   close(listener);
-  // The receiver closed: the next sweep (any receive comm's close does one) lets the fd go.
+  // The receiver closed: the next sweep lets the fd go.
   for (int i = 0; i < 100 && lingeringSockets() > lingeringBefore; ++i) {
     usleep(10000);
     sweepLingeringSockets();
   }
   EXPECT_EQ(lingeringSockets(), lingeringBefore);
 }
+
+/// A closed sender's control socket goes once its receiver closed, or once the timeout passed,
+/// while the process only keeps testing its other comms: no later close of a receive comm in
+/// this process is needed (there may never be one). The soak found these fds still open after
+/// every communicator had been re-established (tests/soak).
+class LingeringWhileOthersRun : public ::testing::TestWithParam<bool> {};
+
+TEST_P(LingeringWhileOthersRun, TheSocketGoesWithoutAnotherClose) {
+  const bool receiverCloses = GetParam();
+  RecordingLogger log;
+  auto t = loopbackTransport(
+      log, {{"NCCL_PILOT_SOCKET_NSTREAMS", "0"}, {"NCCL_PILOT_SOCKET_TIMEOUT_MS", "300"}});
+  ASSERT_NE(t, nullptr);
+  Pair busy = connectPair(*t);
+  ASSERT_NE(busy.send, nullptr);
+  int listener = -1, control = -1;
+  SendComm* comm = connectToRawReceiver(*t, 1 << 16, &listener, &control);
+  ASSERT_NE(comm, nullptr);
+  sweepLingeringSockets();
+  const int lingeringBefore = lingeringSockets();
+  const int fdsBefore = openFdCount();
+  t->closeSend(comm);
+  ASSERT_EQ(lingeringSockets(), lingeringBefore + 1);
+  if (receiverCloses) close(control);  // else it stays open, silent: the deadline must end it
+  // Only traffic on the other pair from here: isend, irecv, test.
+  const int64_t deadline = monotonicMs() + 2000;
+  for (uint32_t i = 0; lingeringSockets() > lingeringBefore && monotonicMs() < deadline; ++i) {
+    uint32_t out = i, in = 0;
+    void* data[1] = {&in};
+    size_t sizes[1] = {sizeof(in)};
+    int tags[1] = {1};
+    Request* r = postRecv(*t, busy.recv, 1, data, sizes, tags);
+    Request* s = postSend(*t, busy.send, &out, sizeof(out), 1);
+    ASSERT_TRUE(waitDone(*t, s).done);
+    ASSERT_TRUE(waitDone(*t, r).done);
+    ASSERT_EQ(in, out);
+    usleep(1000);
+  }
+  EXPECT_EQ(lingeringSockets(), lingeringBefore)
+      << (receiverCloses ? "the receiver closed" : "the timeout passed")
+      << ", but the socket is still open";
+  // The closed comm's socket, and the raw receiver's own when it closed.
+  EXPECT_EQ(openFdCount(), fdsBefore - 1 - (receiverCloses ? 1 : 0));
+  if (!receiverCloses) close(control);
+  close(listener);
+  closePair(*t, busy);
+}
+
+INSTANTIATE_TEST_SUITE_P(Lifecycle, LingeringWhileOthersRun, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "ReceiverClosed" : "TimeoutPassed";
+                         });
 
 TEST(Lifecycle, ConnectAndAcceptOnSeparateThreads) {
   // NCCL's service thread connects while another rank's accepts; each call returns at once.

@@ -1,22 +1,32 @@
 #include "net_test_support.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "wire.h"
+
 namespace nettest {
 
-EnvLookup loopbackEnv(const std::map<std::string, std::string>& extra) {
-  std::map<std::string, std::string> env = extra;
-  env.emplace("NCCL_SOCKET_IFNAME", "lo");
+EnvLookup mapEnv(const std::map<std::string, std::string>& env) {
   return [env](const char* name) -> std::optional<std::string> {
     auto it = env.find(name);
     if (it == env.end()) return std::nullopt;
     return it->second;
   };
+}
+
+EnvLookup loopbackEnv(const std::map<std::string, std::string>& extra) {
+  std::map<std::string, std::string> env = extra;
+  env.emplace("NCCL_SOCKET_IFNAME", "lo");
+  return mapEnv(env);
 }
 
 void RecordingLogger::write(LogLevel level, unsigned long, const char*, int,
@@ -182,6 +192,22 @@ size_t firstMismatch(const uint8_t* data, size_t size, uint64_t seed) {
     }
   }
   return SIZE_MAX;
+}
+
+int rawConnect(const unsigned char* handle) {
+  wire::Handle h;
+  if (!wire::decodeHandle(handle, &h) || h.family != AF_INET) return -1;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(h.port);
+  std::memcpy(&sin.sin_addr, h.address, 4);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 int openFdCount() {

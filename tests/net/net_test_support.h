@@ -20,6 +20,8 @@ namespace nettest {
 using namespace pilot;
 using namespace pilot::net;
 
+/// Exactly the settings of `env`, nothing from the real environment.
+EnvLookup mapEnv(const std::map<std::string, std::string>& env);
 /// NCCL_SOCKET_IFNAME=lo plus `extra`, nothing from the real environment.
 EnvLookup loopbackEnv(const std::map<std::string, std::string>& extra = {});
 
@@ -64,6 +66,10 @@ TestResult waitDone(Transport& t, Request* r, int timeoutMs = 30000, std::string
 void fillPattern(uint8_t* data, size_t size, uint64_t seed);
 /// Index of the first wrong byte, or SIZE_MAX when all match.
 size_t firstMismatch(const uint8_t* data, size_t size, uint64_t seed);
+
+/// A plain blocking TCP connection to the (IPv4) listener of `handle`, as a stranger makes it;
+/// -1 when it cannot be made.
+int rawConnect(const unsigned char* handle);
 
 /// Entries of /proc/self/fd.
 int openFdCount();

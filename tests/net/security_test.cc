@@ -1,9 +1,7 @@
 // Strangers on the listening port (random bytes, half-open connections, a wrong secret, a
 // malformed hello) are dropped without disturbing the real peer; a peer that knows the secret
 // but breaks the protocol fails its own connection (and shuts it) and nothing else.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,22 +16,6 @@
 
 namespace nettest {
 namespace {
-
-/// A plain blocking TCP connection to the listener of `handle` (loopback IPv4).
-int rawConnect(const unsigned char* handle) {
-  wire::Handle h;
-  if (!wire::decodeHandle(handle, &h)) return -1;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons(h.port);
-  std::memcpy(&sin.sin_addr, h.address, 4);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 void writeAll(int fd, const void* data, size_t size) {
   ASSERT_EQ(send(fd, data, size, MSG_NOSIGNAL), static_cast<ssize_t>(size));

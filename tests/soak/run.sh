@@ -14,7 +14,7 @@
 # every packet of namespace A for 2 s; the link goes down (1 s to timeout + 1 s) and up; one
 # process is killed (SIGKILL) and restarted; a communicator is re-created while strangers flood
 # its new listener, or while a peer with the wrong secret connects to it. After each: what broke
-# must have failed within NCCL_PILOT_SOCKET_TIMEOUT_MS (3000 here, + 500 ms) of the fault (or of
+# must have failed within NCCL_PILOT_SOCKET_TIMEOUT_MS (3000 here, + 750 ms) of the fault (or of
 # when what it waited for was sent), the far end of a connection within a timeout of the near end;
 # nothing may hang; the communicators the fault did not touch keep moving (through a kill,
 # before the victim restarts); every broken one is re-established (new listen/connect) and

@@ -3,6 +3,7 @@
 // what hwloc lacks: max link speed/width and RDMA port rate/link layer.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -91,12 +92,71 @@ std::string downgradeFormat3(std::string xml) {
   return xml;
 }
 
+/// The attributes of the tag whose name ends at `at`, when it is written as lstopo writes tags:
+/// whitespace, name="value" pairs, then ">" or "/>"; nullopt for any other shape.
+std::optional<std::vector<std::pair<std::string_view, std::string_view>>> strictAttributes(
+    std::string_view xml, size_t at) {
+  std::vector<std::pair<std::string_view, std::string_view>> out;
+  for (size_t i = at;;) {
+    const size_t name = xml.find_first_not_of(" \t\r\n", i);
+    if (name == std::string_view::npos) return std::nullopt;
+    if (xml[name] == '>' || xml.compare(name, 2, "/>") == 0) return out;
+    const size_t eq = xml.find("=\"", name);
+    if (name == i || eq == std::string_view::npos || eq == name ||
+        xml.substr(name, eq - name).find_first_of(" \t\r\n<>/'\"") != std::string_view::npos)
+      return std::nullopt;
+    const size_t close = xml.find('"', eq + 2);
+    if (close == std::string_view::npos) return std::nullopt;
+    out.emplace_back(xml.substr(name, eq - name), xml.substr(eq + 2, close - eq - 2));
+    i = close + 1;
+  }
+}
+
+/// hwloc 2.9 dereferences a null bitmap loading an export whose NUMANode lacks complete_cpuset
+/// (1.x format) or complete_nodeset (2.0): found by tests/fuzz/hwloc_xml_fuzz, and a plain
+/// hwloc program crashes alike. So before hwloc sees a file, every <object> but I/O and Misc
+/// ones must carry the four sets lstopo writes on them, and one type; a tag in another shape
+/// is refused too, since what hwloc would read from it cannot be told. "" when the file
+/// passes, else where and why.
+std::string unsafeObject(const std::string& xml) {
+  static const std::string_view kWithoutSets[] = {"Bridge", "PCIDev", "OSDev", "Misc"};
+  static const std::string_view kSets[] = {"cpuset", "complete_cpuset", "nodeset",
+                                           "complete_nodeset"};
+  for (size_t at = xml.find("<object"); at != std::string::npos; at = xml.find("<object", at + 1)) {
+    auto attributes = strictAttributes(xml, at + 7);
+    std::string why = "an <object> tag not in lstopo's shape (one type, name=\"value\")";
+    if (attributes) {
+      std::vector<std::string_view> names, types;
+      for (const auto& [name, value] : *attributes) {
+        names.push_back(name);
+        if (name == "type") types.push_back(value);
+      }
+      auto has = [](const auto& list, std::string_view s) {
+        return std::find(std::begin(list), std::end(list), s) != std::end(list);
+      };
+      if (types.size() == 1 && has(kWithoutSets, types[0])) continue;
+      why.clear();
+      for (std::string_view set : kSets) {
+        if (types.size() == 1 && why.empty() && !has(names, set))
+          why = "<object type=\"" + std::string(types[0]) + "\"> without " + std::string(set);
+      }
+      if (types.size() == 1 && why.empty()) continue;
+      if (why.empty()) why = "an <object> tag with " + std::to_string(types.size()) + " types";
+    }
+    const std::string line = std::to_string(1 + std::count(xml.begin(), xml.begin() + at, '\n'));
+    return "line " + line + ": " + why + ", which hwloc 2.x may crash on";
+  }
+  return "";
+}
+
 /// Makes the export readable by hwloc 2.x, or says why it is not an export we can use.
 Expected<std::string> prepareXml(const std::string& file, std::vector<std::string>& notes) {
   Expected<std::string> xml = readXmlFile(file);
   if (!xml.ok()) return xml;
   if (xml->find("<topology") == std::string::npos)
     return Error{"hwloc XML " + file + " has no <topology> element; is it an lstopo XML export?"};
+  if (std::string why = unsafeObject(*xml); !why.empty())
+    return Error{"hwloc XML " + file + " " + why + "; not loading it"};
   // hwloc 1.x files carry no version; 2.x write "2.0".
   std::string version = tagAttribute(*xml, "topology", "version");
   int major = version.empty() ? 1 : std::atoi(version.c_str());

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 
 #include "pilot/topology/affinity.h"
 #include "pilot/topology/sources.h"
@@ -243,6 +244,42 @@ TEST(HwlocXml, FutureFormatIsAnError) {
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().find("4.0"), std::string::npos) << m.error();
   std::remove(file.c_str());
+}
+
+Expected<Machine> fromXmlText(const std::string& name, const std::string& text) {
+  const std::string file = ::testing::TempDir() + "/" + name;
+  std::ofstream(file) << text;
+  DetectOptions options;
+  options.hwlocXml = file;
+  Expected<Machine> m = detectMachine(options, hwloc());
+  std::remove(file.c_str());
+  return m;
+}
+
+const char* const kSets =
+    R"( cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1")";
+
+// hwloc 2.9 itself crashes loading these (found by tests/fuzz/hwloc_xml_fuzz): a 1.x NUMANode
+// without complete_cpuset, a 2.0 one without complete_nodeset. They never reach hwloc.
+TEST(HwlocXml, ObjectsWithoutTheirSetsAreRefusedBeforeHwloc) {
+  const std::string machine = std::string("<object type=\"Machine\" os_index=\"0\"") + kSets + ">";
+  for (const auto& [version, numa, missing] :
+       {std::tuple<const char*, const char*, const char*>{
+            "", R"(cpuset="0x1" nodeset="0x1" complete_nodeset="0x1")", "complete_cpuset"},
+        {" version=\"2.0\"", R"(cpuset="0x1" complete_cpuset="0x1" nodeset="0x1")",
+         "complete_nodeset"}}) {
+    Expected<Machine> m =
+        fromXmlText("pilot-numa-sets.xml", std::string("<topology") + version + ">\n" + machine +
+                                               "\n<object type=\"NUMANode\" os_index=\"0\" " +
+                                               numa + "/>\n</object>\n</topology>\n");
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.error().find("line 3: <object type=\"NUMANode\"> without " + std::string(missing)),
+              std::string::npos)
+        << m.error();
+    EXPECT_NE(m.error().find("pilot-numa-sets.xml"), std::string::npos) << m.error();
+  }
+  EXPECT_FALSE(
+      fromXmlText("pilot-odd-tag.xml", "<topology><object type='Machine'/></topology>").ok());
 }
 
 TEST(DetectMachine, XmlWithoutHwlocIsAnError) {

@@ -186,6 +186,17 @@ int infoInt(hwloc_obj_t obj, const char* name) {
   return n && *n >= 0 && *n < (1 << 20) ? static_cast<int>(*n) : -1;
 }
 
+/// An enum field of an hwloc object as the number it holds: hwloc copies osdev_type and
+/// bridge_type from an XML file as given, so the field may hold a value its enum does not have,
+/// and loading it as the enum would be undefined (UBSan, under tests/fuzz/hwloc_xml_fuzz).
+template <typename Enum>
+int numberIn(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
 bool isIoObject(hwloc_obj_t obj) {
   return obj->type == HWLOC_OBJ_BRIDGE || obj->type == HWLOC_OBJ_PCI_DEVICE ||
          obj->type == HWLOC_OBJ_OS_DEVICE;
@@ -317,7 +328,7 @@ class Walker {
   int addBridge(hwloc_obj_t obj, int numa, int pciParent) {
     const BridgeAttr& bridge = obj->attr->bridge;
     PciNode node;
-    if (bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) {
+    if (numberIn(bridge.upstream_type) == HWLOC_OBJ_BRIDGE_HOST) {
       node.kind = PciKind::HostBridge;
       node.classCode = 0x060000;
       return addDraft(std::move(node), numa, pciParent, 0);
@@ -350,8 +361,8 @@ class Walker {
     std::vector<hwloc_obj_t> fabrics, networks;
     for (hwloc_obj_t c = pciObj->io_first_child; c; c = c->next_sibling) {
       if (c->type != HWLOC_OBJ_OS_DEVICE || c->name == nullptr) continue;
-      if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) fabrics.push_back(c);
-      if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) networks.push_back(c);
+      if (numberIn(c->attr->osdev.type) == HWLOC_OBJ_OSDEV_OPENFABRICS) fabrics.push_back(c);
+      if (numberIn(c->attr->osdev.type) == HWLOC_OBJ_OSDEV_NETWORK) networks.push_back(c);
     }
     for (hwloc_obj_t fabric : fabrics) nics_.push_back(rdmaNic(fabric, networks, draft));
     if (fabrics.empty()) {

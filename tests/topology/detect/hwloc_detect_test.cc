@@ -282,6 +282,23 @@ TEST(HwlocXml, ObjectsWithoutTheirSetsAreRefusedBeforeHwloc) {
       fromXmlText("pilot-odd-tag.xml", "<topology><object type='Machine'/></topology>").ok());
 }
 
+// hwloc keeps an osdev_type it does not know (16 is a 3.x bitmask in a 2.0 file): no NIC, and
+// no enum loaded out of its range (UBSan, under tests/fuzz/hwloc_xml_fuzz).
+TEST(HwlocXml, OsdevTypeOutsideTheEnumIsNoNic) {
+  Expected<Machine> m = fromXmlText(
+      "pilot-osdev-16.xml",
+      std::string("<topology version=\"2.0\">\n<object type=\"Machine\" os_index=\"0\"") + kSets +
+          ">\n<object type=\"NUMANode\" os_index=\"0\"" + kSets +
+          "/>\n<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" "
+          "bridge_pci=\"0000:[00-01]\">\n"
+          "<object type=\"PCIDev\" pci_busid=\"0000:01:00.0\" pci_type=\"0200 [15b3:101e] "
+          "[15b3:0000] "
+          "00\">\n<object type=\"OSDev\" name=\"mlx5_0\" osdev_type=\"16\"/>\n</object>\n"
+          "</object>\n</object>\n</topology>\n");
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_TRUE(m->nics.empty());
+}
+
 TEST(DetectMachine, XmlWithoutHwlocIsAnError) {
   DetectOptions options;
   options.hwlocXml = testing::ownHwlocXml("baremetal-2gpu-2nic-switch.xml");

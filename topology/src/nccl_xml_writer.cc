@@ -111,7 +111,10 @@ std::string linkSpeedFor(const Machine& m, int idx) {
 uint32_t classFor(const Machine& m, const OutNode& o) {
   if (o.role == Role::Bridge) return 0x060400;  // NCCL needs exactly this for a switch
   const PciNode& n = m.pci[o.src];
-  if (n.classCode != 0) return n.classCode;
+  // NCCL takes a <pci> for a GPU or NIC by its class prefix (0x03, 0x02) and ignores it as one
+  // otherwise, so a device the model calls a GPU or NIC keeps its class only when that says so
+  // (a NIC of class 0x04 read from a file did not survive writing: tests/fuzz/nccl_xml_fuzz).
+  if (n.classCode >> 16 == (o.role == Role::Gpu ? 0x03u : 0x02u)) return n.classCode;
   if (o.role == Role::Gpu) return 0x030200;
   for (const Nic& nic : m.nics) {
     if (nic.pci == o.src && nic.linkLayer == LinkLayer::InfiniBand) return 0x020700;

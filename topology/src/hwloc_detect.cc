@@ -155,6 +155,13 @@ Expected<std::string> prepareXml(const std::string& file, std::vector<std::strin
   if (!xml.ok()) return xml;
   if (xml->find("<topology") == std::string::npos)
     return Error{"hwloc XML " + file + " has no <topology> element; is it an lstopo XML export?"};
+  // XML has no NUL character, and hwloc 2.9 reads past one in a buffer (a crash in strspn,
+  // found by tests/fuzz/hwloc_xml_fuzz).
+  if (size_t nul = xml->find('\0'); nul != std::string::npos) {
+    const auto line = 1 + std::count(xml->begin(), xml->begin() + static_cast<long>(nul), '\n');
+    return Error{"hwloc XML " + file + " line " + std::to_string(line) +
+                 ": a NUL byte, which no XML holds; not loading it"};
+  }
   if (std::string why = unsafeObject(*xml); !why.empty())
     return Error{"hwloc XML " + file + " " + why + "; not loading it"};
   // hwloc 1.x files carry no version; 2.x write "2.0".

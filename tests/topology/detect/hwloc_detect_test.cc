@@ -282,6 +282,16 @@ TEST(HwlocXml, ObjectsWithoutTheirSetsAreRefusedBeforeHwloc) {
       fromXmlText("pilot-odd-tag.xml", "<topology><object type='Machine'/></topology>").ok());
 }
 
+// hwloc 2.9 reads past a NUL byte of its buffer and crashes on this one (found by
+// tests/fuzz/hwloc_xml_fuzz); XML has no NUL character, so it never reaches hwloc.
+TEST(HwlocXml, NulBytesAreRefusedBeforeHwloc) {
+  std::string text = "<topology version=\"2.0\"Machine\" cpuset=\"0x@1\">\n</topology>\n";
+  text[text.find('@')] = '\0';
+  Expected<Machine> m = fromXmlText("pilot-nul.xml", text);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().find("pilot-nul.xml line 1: a NUL byte"), std::string::npos) << m.error();
+}
+
 // hwloc keeps an osdev_type it does not know (16 is a 3.x bitmask in a 2.0 file): no NIC, and
 // no enum loaded out of its range (UBSan, under tests/fuzz/hwloc_xml_fuzz).
 TEST(HwlocXml, OsdevTypeOutsideTheEnumIsNoNic) {

@@ -50,7 +50,15 @@ std::string hex(unsigned value, int digits) {
   return buf;
 }
 
+/// Whether NCCL reads the value: at most 253 characters once escaped. A longer one (a vendor of
+/// many '<' read from a file: tests/fuzz/nccl_xml_fuzz) would make it refuse the whole file.
+bool ncclReads(const std::string& value) {
+  return text::escapeXml(value).size() <= kMaxValueLength;
+}
+
+/// A value NCCL cannot read is left out (NCCL fills a missing CPU fact from the machine).
 void attr(std::string& line, const char* key, const std::string& value) {
+  if (!ncclReads(value)) return;
   line += ' ';
   line += key;
   line += "=\"";
@@ -157,9 +165,11 @@ bool isCpumap(const std::string& s) {
 std::string cpuLine(const Machine& m, int numa) {
   const CpuNode* own = m.cpuByNuma(numa);
   CpuNode facts = own ? *own : CpuNode{};
+  if (!ncclReads(facts.arch)) facts.arch.clear();  // unknown, so borrowed as such
+  if (!ncclReads(facts.vendor)) facts.vendor.clear();
   for (const CpuNode& c : m.cpus) {
-    if (facts.arch.empty()) facts.arch = c.arch;
-    if (facts.vendor.empty()) facts.vendor = c.vendor;
+    if (facts.arch.empty() && ncclReads(c.arch)) facts.arch = c.arch;
+    if (facts.vendor.empty() && ncclReads(c.vendor)) facts.vendor = c.vendor;
     if (facts.familyId < 0) facts.familyId = c.familyId;
     if (facts.modelId < 0) facts.modelId = c.modelId;
   }

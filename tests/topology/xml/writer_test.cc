@@ -164,6 +164,17 @@ TEST(WriteNcclXml, GpusAndNicsAreWrittenWithAClassThatSaysSo) {
   EXPECT_EQ(write(*back), xml);
 }
 
+// A value NCCL cannot read (past 253 characters once escaped) would make it refuse the file
+// (tests/fuzz/nccl_xml_fuzz): it is left out, and NCCL fills it from the machine.
+TEST(WriteNcclXml, LeavesOutValuesTooLongForNccl) {
+  Machine m = test::noNics();
+  m.cpus[0].vendor = "Genuine" + std::string(100, '<');
+  Expected<std::string> xml = writeNcclXml(m);
+  ASSERT_TRUE(xml.ok()) << xml.error();
+  EXPECT_FALSE(has(*xml, " vendor=\"Genuine")) << *xml;
+  EXPECT_TRUE(test::checkNcclRules(*xml, test::RulesMode::Nccl).empty()) << *xml;
+}
+
 TEST(WriteNcclXml, RefusesMoreNodesThanNcclTakes) {
   // 1 system + 1 cpu + GPUs.
   EXPECT_TRUE(writeNcclXml(test::manyGpus(kMaxXmlNodes - 2)).ok());

@@ -5,7 +5,8 @@
 //     two unreadable files each naming its path and why; a refusal agrees with an independent
 //     reading of the format ("format", "version" 1, a non-empty "node", string "facts");
 //  3. a fingerprint read holds exactly the file's node and facts (within the 16 KiB field
-//     bound) and one finding per "checks" entry with a known status;
+//     bound) and one finding per "checks" entry with a known status; checked once at start: a
+//     file above 4 MiB is unreadable, a field above 16 KiB is cut to 16 KiB;
 //  4. written again by writeFingerprint and read back, it is the same fingerprint;
 //  5. compared with two copies of itself, one of which differs in one fact, that copy is the
 //     one odd node, in that fact, with the value the other two hold as the majority.
@@ -96,6 +97,19 @@ void checkComparison(const Fingerprint& f) {
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  const std::string dir = fuzz::emptyScratch("limits");
+  const std::string head = R"({"format": "nccl-pilot-doctor-fingerprint", "version": 1, "node": ")";
+  fuzz::writeScratch("limits/big.json", head + std::string(4u << 20, 'n') + R"(", "facts": {}})");
+  fuzz::writeScratch("limits/long.json", head + std::string(20000, 'n') + R"(", "facts": {}})");
+  std::vector<cli::UnreadableFingerprint> bad;
+  const std::vector<Fingerprint> read = readDir(dir, &bad);
+  if (bad.size() != 1 || bad[0].file != dir + "/big.json" || bad[0].why.find("larger than") != 0 ||
+      read.size() != 1 || read[0].node != std::string(16u << 10, 'n'))
+    fuzz::die("a file above 4 MiB was read, or a field above 16 KiB kept whole");
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

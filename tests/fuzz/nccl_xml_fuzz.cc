@@ -5,7 +5,8 @@
 //     with an independent reading of NCCL's grammar (tests/topology/xml/nccl_rules): the reader
 //     accepts nothing NCCL's parser fails on, and each grammar error it gives NCCL gives too;
 //  3. an accepted file gives a model that keeps model.h's promises within the reader's limits
-//     (16 levels of elements, values of at most 253 characters);
+//     (16 levels of elements, values of at most 253 characters; and, checked once at start,
+//     a text above 16 MiB is refused unread);
 //  4. that model written as NCCL XML passes NCCL's rules, reads back with its GPUs and NICs,
 //     and writes the same text again (topology_oracle.h).
 // Any violation aborts with the details on stderr.
@@ -43,6 +44,13 @@ void checkRefusal(const std::string& e, const std::string& text) {
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  pilot::Expected<Machine> big = readNcclXml(std::string((16u << 20) + 1, ' '), "big.xml");
+  if (big.ok() || big.error() != "big.xml: 16777217 bytes, more than 16 MiB")
+    fuzz::die("a text above 16 MiB was read");
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -6,14 +6,18 @@
 //     never a partial plan or state;
 //  3. a plan read keeps the reader's promise that run ids and logs are plain relative names;
 //     written by formatManifest and read again it is the same plan, and writes the same text;
-//  4. a state read has known statuses; written by writeState and read again it is the same.
+//  4. a state read has known statuses; written by writeState and read again it is the same;
+//  5. as a run's log, its last lines (file_io.h's tailLines, what a failed run's record keeps)
+//     are those of a plain reading: without their CR, trailing empty ones dropped, at most 5.
 // Any violation aborts with the details on stderr.
+#include <algorithm>
 #include <string>
 
 #include "fuzz_support.h"
 #include "pilot/calibration/labels.h"
 #include "pilot/calibration/sweep_plan.h"
 #include "pilot/calibration/sweep_run.h"
+#include "sweep/file_io.h"
 
 using namespace pilot::calibration;
 
@@ -97,11 +101,26 @@ void checkState(const std::string& text) {
   if (!same) fuzz::die("written and read again, the sweep state changed");
 }
 
+void checkTail(const std::string& text) {
+  std::vector<std::string> want;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    want.push_back(text.substr(start, end - start));
+    if (!want.back().empty() && want.back().back() == '\r') want.back().pop_back();
+    start = end + 1;
+  }
+  while (!want.empty() && want.back().empty()) want.pop_back();
+  if (want.size() > 5) want.erase(want.begin(), want.end() - 5);
+  if (detail::tailLines(fuzz::writeScratch("run.log", text), 5) != want)
+    fuzz::die("the log's last lines are not its last lines");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   checkManifest(text);
   checkState(text);
+  checkTail(text);
   return 0;
 }

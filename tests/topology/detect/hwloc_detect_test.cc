@@ -282,6 +282,28 @@ TEST(HwlocXml, ObjectsWithoutTheirSetsAreRefusedBeforeHwloc) {
       fromXmlText("pilot-odd-tag.xml", "<topology><object type='Machine'/></topology>").ok());
 }
 
+// hwloc 2.9 aborts on an assertion parsing a bitmap that starts with a comma (found by
+// tests/fuzz/hwloc_xml_fuzz); lstopo's groups, empty ones and "0xf...f" pass.
+TEST(HwlocXml, BitmapsNotInLstoposShapeAreRefusedBeforeHwloc) {
+  for (const char* bitmap : {",0x1", ",x00000000", "0x1,x2", "0x123456789", "1"}) {
+    Expected<Machine> m =
+        fromXmlText("pilot-bitmap.xml",
+                    std::string("<topology version=\"2.0\">\n<object type=\"Machine\" "
+                                "os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"") +
+                        bitmap + "\" nodeset=\"0x1\" complete_nodeset=\"0x1\"/>\n</topology>\n");
+    ASSERT_FALSE(m.ok()) << bitmap;
+    EXPECT_NE(m.error().find("line 2: a complete_cpuset that is not a bitmap"), std::string::npos)
+        << m.error();
+  }
+  Expected<Machine> lstopo = fromXmlText(
+      "pilot-bitmap.xml",
+      "<topology version=\"2.0\">\n<object type=\"Machine\" os_index=\"0\" cpuset=\"0xf...f,0x1\" "
+      "complete_cpuset=\"0x00000001,,0x0\" nodeset=\"0x1,\" complete_nodeset=\"0xf...f\"/>\n"
+      "</topology>\n");
+  if (!lstopo.ok())
+    EXPECT_EQ(lstopo.error().find("not a bitmap"), std::string::npos) << lstopo.error();
+}
+
 // hwloc 2.9 reads past a NUL byte of its buffer and crashes on this one (found by
 // tests/fuzz/hwloc_xml_fuzz); XML has no NUL character, so it never reaches hwloc.
 TEST(HwlocXml, NulBytesAreRefusedBeforeHwloc) {

@@ -93,6 +93,23 @@ TEST(ParseJson, ForeignOrOddJsonNeverThrows) {
   }
 }
 
+// Numbers no long holds (UBSan under tests/fuzz/nccl_tests_json_fuzz): a #wrong that large
+// still fails the run, a version code that large is no version.
+TEST(ParseJson, NumbersPastLongAreNotConverted) {
+  const ParsedOutput out = parseNcclTestsJson(
+      "{\"args\": [\"all_reduce_perf\"], \"nccl_version\": 1e300, \"results\": [{\"size\": 8, "
+      "\"count\": 2, \"out_of_place\": {\"time\": 1, \"alg_bw\": 1, \"bus_bw\": 1, "
+      "\"nwrong\": 1e300}}], \"out_of_bounds\": {\"okay\": true}}",
+      "huge.json");
+  ASSERT_EQ(out.runs.size(), 1u);
+  const calibration::Run& run = out.runs[0].run;
+  EXPECT_EQ(run.ncclVersion, "");
+  ASSERT_EQ(run.samples.size(), 1u);
+  EXPECT_GT(run.samples[0].wrong, 0);
+  EXPECT_TRUE(run.failed);
+  EXPECT_TRUE(mentions(run.problems, "nwrong = ")) << joined(run.problems);
+}
+
 TEST(ParseJson, RunCyclesSplit) {
   const std::string text =
       "{\"args\": [\"all_gather_perf\"], \"env\": [], \"results\": ["

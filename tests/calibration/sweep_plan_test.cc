@@ -160,6 +160,22 @@ TEST(SweepPlan, ManifestErrors) {
   EXPECT_FALSE(parseManifest(newer).ok());
 }
 
+// Numbers no int holds (UBSan under tests/fuzz/sweep_manifest_fuzz): an error naming the field.
+TEST(SweepPlan, ManifestNumbersPastTheirRangeAreErrors) {
+  const std::string text = formatManifest(*makePlan(briefExample(Launcher::Srun)));
+  for (const auto& [from, to] :
+       std::map<std::string, std::string>{{"\"version\": 1", "\"version\": 1e300"},
+                                          {"\"repeats\": 3", "\"repeats\": -1e300"},
+                                          {"\"ranks\": 16", "\"ranks\": 4e9"}}) {
+    std::string bad = text;
+    ASSERT_NE(bad.find(from), std::string::npos) << from;
+    bad.replace(bad.find(from), from.size(), to);
+    auto plan = parseManifest(bad);
+    ASSERT_FALSE(plan.ok()) << to;
+    EXPECT_NE(plan.error().find("is out of range"), std::string::npos) << plan.error();
+  }
+}
+
 TEST(SweepPlan, WritePlanFiles) {
   test::ScratchDir dir;
   PlanOptions o = briefExample(Launcher::Srun);

@@ -134,6 +134,18 @@ TEST(SweepRun, PlanRunAndParseBack) {
   EXPECT_NEAR(def.samples[0].timeUs, def1.samples[0].timeUs, 0.1 * def.samples[0].timeUs);
 }
 
+// A count no int holds (UBSan under tests/fuzz/sweep_manifest_fuzz): an error naming the file.
+TEST(SweepRun, StateCountsPastTheirRangeAreErrors) {
+  test::ScratchDir dir;
+  std::ofstream(dir / "state.json")
+      << R"({"runs": {"0001": {"status": "done", "exit_code": 1e300}}})";
+  auto state = readState(dir.path());
+  ASSERT_FALSE(state.ok());
+  EXPECT_NE(state.error().find("state.json: run 0001: \"exit_code\" is out of range"),
+            std::string::npos)
+      << state.error();
+}
+
 TEST(SweepRun, ResumesSkippingCompletedRuns) {
   test::ScratchDir dir;
   const std::string plan = writeSmallPlan(dir);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -226,6 +227,19 @@ TEST(Decimal, FormatIsShortestAndRoundTrips) {
   for (double v : {1.0 / 3.0, 6.02214076e23, 5e-324, 123456.789}) {
     EXPECT_EQ(parseDecimal(formatDecimal(v)), v) << formatDecimal(v);
   }
+}
+
+TEST(Decimal, TruncatesIntoOnlyWhereTheConversionIsDefined) {
+  EXPECT_TRUE(truncatesInto<int>(2147483647.9));
+  EXPECT_TRUE(truncatesInto<int>(-2147483648.9));
+  EXPECT_FALSE(truncatesInto<int>(2147483648.0));
+  EXPECT_FALSE(truncatesInto<int>(-2147483649.0));
+  EXPECT_FALSE(truncatesInto<int>(1e300));
+  EXPECT_TRUE(truncatesInto<uint64_t>(-0.5));
+  EXPECT_FALSE(truncatesInto<uint64_t>(-1.0));
+  EXPECT_TRUE(truncatesInto<uint64_t>(18446744073709549568.0));   // 2^64 - 2048
+  EXPECT_FALSE(truncatesInto<uint64_t>(18446744073709551616.0));  // 2^64
+  EXPECT_FALSE(truncatesInto<long>(std::nan("")));
 }
 
 }  // namespace

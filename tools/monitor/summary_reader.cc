@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
+#include <type_traits>
 
 #include "pilot/core/file.h"
+#include "pilot/core/text.h"
 
 namespace pilot::cli::monitor {
 namespace {
@@ -35,11 +38,22 @@ std::vector<std::string> summariesIn(const std::string& dir) {
   return out;
 }
 
+/// `v` as T. A number an integer T cannot hold (a rank of 1e300) makes the line no summary
+/// line: converting it would be undefined (UBSan, under tests/fuzz/metrics_summary_fuzz).
+template <typename T>
+T as(const json& v, const char* what) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (v.is_number_float() && !text::truncatesInto<T>(v.get<double>()))
+      throw std::out_of_range(std::string(what) + " is out of range");
+  }
+  return v.get<T>();
+}
+
 template <typename T>
 T get(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
+  return as<T>(*it, key);
 }
 
 void readLine(const json& j, const std::string& file, Summaries* out) {
@@ -93,8 +107,8 @@ void readLine(const json& j, const std::string& file, Summaries* out) {
     r.driftRatio = get<double>(j, "drift_ratio", 0);
     if (auto b = j.find("bins"); b != j.end() && b->is_array()) {
       for (const json& pair : *b) {
-        const unsigned bin = pair.at(0).get<unsigned>();
-        if (bin < metrics::kBins) r.bins[bin] += pair.at(1).get<uint64_t>();
+        const unsigned bin = as<unsigned>(pair.at(0), "a bin");
+        if (bin < metrics::kBins) r.bins[bin] += as<uint64_t>(pair.at(1), "a bin's count");
       }
     }
     out->collectives.push_back(r);

@@ -50,7 +50,15 @@ std::string hex(unsigned value, int digits) {
   return buf;
 }
 
+/// Whether NCCL reads the value: at most 253 characters once escaped. A longer one (a vendor of
+/// many '<' read from a file: tests/fuzz/nccl_xml_fuzz) would make it refuse the whole file.
+bool ncclReads(const std::string& value) {
+  return text::escapeXml(value).size() <= kMaxValueLength;
+}
+
+/// A value NCCL cannot read is left out (NCCL fills a missing CPU fact from the machine).
 void attr(std::string& line, const char* key, const std::string& value) {
+  if (!ncclReads(value)) return;
   line += ' ';
   line += key;
   line += "=\"";
@@ -111,7 +119,10 @@ std::string linkSpeedFor(const Machine& m, int idx) {
 uint32_t classFor(const Machine& m, const OutNode& o) {
   if (o.role == Role::Bridge) return 0x060400;  // NCCL needs exactly this for a switch
   const PciNode& n = m.pci[o.src];
-  if (n.classCode != 0) return n.classCode;
+  // NCCL takes a <pci> for a GPU or NIC by its class prefix (0x03, 0x02) and ignores it as one
+  // otherwise, so a device the model calls a GPU or NIC keeps its class only when that says so
+  // (a NIC of class 0x04 read from a file did not survive writing: tests/fuzz/nccl_xml_fuzz).
+  if (n.classCode >> 16 == (o.role == Role::Gpu ? 0x03u : 0x02u)) return n.classCode;
   if (o.role == Role::Gpu) return 0x030200;
   for (const Nic& nic : m.nics) {
     if (nic.pci == o.src && nic.linkLayer == LinkLayer::InfiniBand) return 0x020700;
@@ -154,9 +165,11 @@ bool isCpumap(const std::string& s) {
 std::string cpuLine(const Machine& m, int numa) {
   const CpuNode* own = m.cpuByNuma(numa);
   CpuNode facts = own ? *own : CpuNode{};
+  if (!ncclReads(facts.arch)) facts.arch.clear();  // unknown, so borrowed as such
+  if (!ncclReads(facts.vendor)) facts.vendor.clear();
   for (const CpuNode& c : m.cpus) {
-    if (facts.arch.empty()) facts.arch = c.arch;
-    if (facts.vendor.empty()) facts.vendor = c.vendor;
+    if (facts.arch.empty() && ncclReads(c.arch)) facts.arch = c.arch;
+    if (facts.vendor.empty() && ncclReads(c.vendor)) facts.vendor = c.vendor;
     if (facts.familyId < 0) facts.familyId = c.familyId;
     if (facts.modelId < 0) facts.modelId = c.modelId;
   }

@@ -3,6 +3,7 @@
 // result object per row. Every access is type-checked: a hand-edited or foreign file gives
 // problems, never an exception.
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -57,7 +58,10 @@ std::string readPlacement(const json& placement, const json* perIter, Sample& s)
   if (wrong && !wrong->is_null()) {
     auto w = number(wrong);
     if (!w || *w < 0) return "nwrong is not a count";
-    s.wrong = static_cast<long>(*w);
+    // A count past long's range still says the results are wrong; converting it would be
+    // undefined (UBSan, under tests/fuzz/nccl_tests_json_fuzz).
+    s.wrong =
+        text::truncatesInto<long>(*w) ? static_cast<long>(*w) : std::numeric_limits<long>::max();
   }
   if (perIter && perIter->is_object()) {
     s.iterMinUs = number(member(*perIter, "min_us")).value_or(-1);
@@ -126,7 +130,9 @@ ParsedOutput parseNcclTestsJson(std::string_view text, const std::string& name) 
   if (run.collective.empty()) {
     run.collective = detail::collectiveFromName(detail::baseName(name)).value_or("");
   }
-  if (auto code = number(member(doc, "nccl_version"))) {
+  // A code past long's range is no version (converting it would be undefined: UBSan, under
+  // tests/fuzz/nccl_tests_json_fuzz).
+  if (auto code = number(member(doc, "nccl_version")); code && text::truncatesInto<long>(*code)) {
     run.ncclVersion = detail::ncclVersionFromCode(static_cast<long>(*code));
   }
   if (const json* config = member(doc, "config")) readDevices(*config, run);

@@ -3,12 +3,15 @@
 // is an error, not a guess.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "pilot/calibration/labels.h"
 #include "pilot/calibration/sweep_plan.h"
+#include "pilot/core/text.h"
 #include "sweep/file_io.h"
 
 namespace pilot::calibration {
@@ -40,9 +43,24 @@ struct Reader {
     }
     return object.at(key);
   }
+  /// Whether `v` read as T holds no number an integer cannot take (1e300 as an int): converting
+  /// one would be undefined (UBSan, under tests/fuzz/sweep_manifest_fuzz).
+  template <typename T>
+  static bool fits(const json& v) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      return !v.is_number_float() || text::truncatesInto<T>(v.get<double>());
+    } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+      return !v.is_array() || std::all_of(v.begin(), v.end(), fits<int>);
+    }
+    return true;
+  }
   template <typename T>
   T get(const json& object, const char* key, T fallback = T()) {
     const json& v = at(object, key);
+    if (!fits<T>(v)) {
+      if (error.empty()) error = std::string("'") + key + "' is out of range";
+      return fallback;
+    }
     try {
       return v.is_null() ? fallback : v.get<T>();
     } catch (const json::exception&) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pilot/calibration/sweep_run.h"
+#include "pilot/core/text.h"
 #include "sweep/file_io.h"
 
 namespace pilot::calibration {
@@ -44,6 +45,13 @@ Expected<SweepState> readState(const std::string& dir) {
   }
   try {
     for (const auto& [id, j] : runs->items()) {
+      // A count no int holds is refused: converting it would be undefined (UBSan, under
+      // tests/fuzz/sweep_manifest_fuzz).
+      for (const char* key : {"exit_code", "signal", "attempts"}) {
+        const json* v = j.is_object() && j.contains(key) ? &j.at(key) : nullptr;
+        if (v && v->is_number_float() && !text::truncatesInto<int>(v->get<double>()))
+          return Error{path + ": run " + id + ": \"" + key + "\" is out of range"};
+      }
       RunRecord r;
       const std::string status = j.value("status", "pending");
       r.status = RunStatus::Pending;

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 
 #include "pilot/topology/affinity.h"
 #include "pilot/topology/sources.h"
@@ -243,6 +244,91 @@ TEST(HwlocXml, FutureFormatIsAnError) {
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().find("4.0"), std::string::npos) << m.error();
   std::remove(file.c_str());
+}
+
+Expected<Machine> fromXmlText(const std::string& name, const std::string& text) {
+  const std::string file = ::testing::TempDir() + "/" + name;
+  std::ofstream(file) << text;
+  DetectOptions options;
+  options.hwlocXml = file;
+  Expected<Machine> m = detectMachine(options, hwloc());
+  std::remove(file.c_str());
+  return m;
+}
+
+const char* const kSets =
+    R"( cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1")";
+
+// hwloc 2.9 itself crashes loading these (found by tests/fuzz/hwloc_xml_fuzz): a 1.x NUMANode
+// without complete_cpuset, a 2.0 one without complete_nodeset. They never reach hwloc.
+TEST(HwlocXml, ObjectsWithoutTheirSetsAreRefusedBeforeHwloc) {
+  const std::string machine = std::string("<object type=\"Machine\" os_index=\"0\"") + kSets + ">";
+  for (const auto& [version, numa, missing] :
+       {std::tuple<const char*, const char*, const char*>{
+            "", R"(cpuset="0x1" nodeset="0x1" complete_nodeset="0x1")", "complete_cpuset"},
+        {" version=\"2.0\"", R"(cpuset="0x1" complete_cpuset="0x1" nodeset="0x1")",
+         "complete_nodeset"}}) {
+    Expected<Machine> m =
+        fromXmlText("pilot-numa-sets.xml", std::string("<topology") + version + ">\n" + machine +
+                                               "\n<object type=\"NUMANode\" os_index=\"0\" " +
+                                               numa + "/>\n</object>\n</topology>\n");
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.error().find("line 3: <object type=\"NUMANode\"> without " + std::string(missing)),
+              std::string::npos)
+        << m.error();
+    EXPECT_NE(m.error().find("pilot-numa-sets.xml"), std::string::npos) << m.error();
+  }
+  EXPECT_FALSE(
+      fromXmlText("pilot-odd-tag.xml", "<topology><object type='Machine'/></topology>").ok());
+}
+
+// hwloc 2.9 aborts on an assertion parsing a bitmap that starts with a comma (found by
+// tests/fuzz/hwloc_xml_fuzz); lstopo's groups, empty ones and "0xf...f" pass.
+TEST(HwlocXml, BitmapsNotInLstoposShapeAreRefusedBeforeHwloc) {
+  for (const char* bitmap : {",0x1", ",x00000000", "0x1,x2", "0x123456789", "1"}) {
+    Expected<Machine> m =
+        fromXmlText("pilot-bitmap.xml",
+                    std::string("<topology version=\"2.0\">\n<object type=\"Machine\" "
+                                "os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"") +
+                        bitmap + "\" nodeset=\"0x1\" complete_nodeset=\"0x1\"/>\n</topology>\n");
+    ASSERT_FALSE(m.ok()) << bitmap;
+    EXPECT_NE(m.error().find("line 2: a complete_cpuset that is not a bitmap"), std::string::npos)
+        << m.error();
+  }
+  Expected<Machine> lstopo = fromXmlText(
+      "pilot-bitmap.xml",
+      "<topology version=\"2.0\">\n<object type=\"Machine\" os_index=\"0\" cpuset=\"0xf...f,0x1\" "
+      "complete_cpuset=\"0x00000001,,0x0\" nodeset=\"0x1,\" complete_nodeset=\"0xf...f\"/>\n"
+      "</topology>\n");
+  if (!lstopo.ok())
+    EXPECT_EQ(lstopo.error().find("not a bitmap"), std::string::npos) << lstopo.error();
+}
+
+// hwloc 2.9 reads past a NUL byte of its buffer and crashes on this one (found by
+// tests/fuzz/hwloc_xml_fuzz); XML has no NUL character, so it never reaches hwloc.
+TEST(HwlocXml, NulBytesAreRefusedBeforeHwloc) {
+  std::string text = "<topology version=\"2.0\"Machine\" cpuset=\"0x@1\">\n</topology>\n";
+  text[text.find('@')] = '\0';
+  Expected<Machine> m = fromXmlText("pilot-nul.xml", text);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().find("pilot-nul.xml line 1: a NUL byte"), std::string::npos) << m.error();
+}
+
+// hwloc keeps an osdev_type it does not know (16 is a 3.x bitmask in a 2.0 file): no NIC, and
+// no enum loaded out of its range (UBSan, under tests/fuzz/hwloc_xml_fuzz).
+TEST(HwlocXml, OsdevTypeOutsideTheEnumIsNoNic) {
+  Expected<Machine> m = fromXmlText(
+      "pilot-osdev-16.xml",
+      std::string("<topology version=\"2.0\">\n<object type=\"Machine\" os_index=\"0\"") + kSets +
+          ">\n<object type=\"NUMANode\" os_index=\"0\"" + kSets +
+          "/>\n<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" "
+          "bridge_pci=\"0000:[00-01]\">\n"
+          "<object type=\"PCIDev\" pci_busid=\"0000:01:00.0\" pci_type=\"0200 [15b3:101e] "
+          "[15b3:0000] "
+          "00\">\n<object type=\"OSDev\" name=\"mlx5_0\" osdev_type=\"16\"/>\n</object>\n"
+          "</object>\n</object>\n</topology>\n");
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_TRUE(m->nics.empty());
 }
 
 TEST(DetectMachine, XmlWithoutHwlocIsAnError) {

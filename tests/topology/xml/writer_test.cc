@@ -142,6 +142,39 @@ TEST(WriteNcclXml, MergesNicFunctionsAtFunctionZero) {
   EXPECT_FALSE(has(one, "0000:04:00.1"));
 }
 
+// NCCL takes a <pci> for a GPU or NIC by its class prefix, so a GPU or NIC the model holds with
+// another class (read from a file: tests/fuzz/nccl_xml_fuzz) is written with its role's class,
+// and reads back as what it is.
+TEST(WriteNcclXml, GpusAndNicsAreWrittenWithAClassThatSaysSo) {
+  MachineBuilder b("classes that do not say GPU or NIC");
+  b.cpu(0);
+  const int hb = b.hostBridge(0);
+  const int gpu = b.gpu(hb, "0000:03:00.0");
+  const int nic = b.nic(hb, "0000:04:00.0", "mlx5_0", /*rdma=*/false);
+  Machine m = b.build();
+  m.pci[gpu].classCode = 0x060400;
+  m.pci[nic].classCode = 0x040000;
+  const std::string xml = write(m);
+  EXPECT_TRUE(has(xml, "<pci busid=\"0000:03:00.0\" class=\"0x030200\"")) << xml;
+  EXPECT_TRUE(has(xml, "<pci busid=\"0000:04:00.0\" class=\"0x020000\"")) << xml;
+  Expected<Machine> back = readNcclXml(xml, "written.xml");
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->gpus.size(), 1u);
+  EXPECT_EQ(back->nics.size(), 1u);
+  EXPECT_EQ(write(*back), xml);
+}
+
+// A value NCCL cannot read (past 253 characters once escaped) would make it refuse the file
+// (tests/fuzz/nccl_xml_fuzz): it is left out, and NCCL fills it from the machine.
+TEST(WriteNcclXml, LeavesOutValuesTooLongForNccl) {
+  Machine m = test::noNics();
+  m.cpus[0].vendor = "Genuine" + std::string(100, '<');
+  Expected<std::string> xml = writeNcclXml(m);
+  ASSERT_TRUE(xml.ok()) << xml.error();
+  EXPECT_FALSE(has(*xml, " vendor=\"Genuine")) << *xml;
+  EXPECT_TRUE(test::checkNcclRules(*xml, test::RulesMode::Nccl).empty()) << *xml;
+}
+
 TEST(WriteNcclXml, RefusesMoreNodesThanNcclTakes) {
   // 1 system + 1 cpu + GPUs.
   EXPECT_TRUE(writeNcclXml(test::manyGpus(kMaxXmlNodes - 2)).ok());

@@ -1,10 +1,13 @@
 // Small, allocation-light text helpers shared by the parsers.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace pilot::text {
@@ -30,6 +33,16 @@ std::string formatBytes(uint64_t bytes);
 std::optional<double> parseDecimal(std::string_view s);
 /// The shortest text parseDecimal reads back as exactly `value` ("12.5", "0.1", "3e+20").
 std::string formatDecimal(double value);
+
+/// Whether converting `value` to Integer (truncating toward zero) is defined: C++ leaves a
+/// double past the integer's range (1e300 as an int) undefined, so readers of numbers from
+/// files ask first.
+template <typename Integer>
+bool truncatesInto(double value) {
+  static_assert(std::is_integral_v<Integer>);
+  const double below = static_cast<double>(std::numeric_limits<Integer>::lowest()) - 1.0;
+  return value > below && value < std::ldexp(1.0, std::numeric_limits<Integer>::digits);
+}
 
 /// Escapes & < > " ' for XML and HTML text and double- or single-quoted attribute values. The
 /// apostrophe becomes &#39;, which XML and every HTML version read (&apos; is not HTML 4).

@@ -34,7 +34,7 @@ std::string kindOf(const std::string& line) {
 
 bool isOurKind(const std::string& kind) {
   return kind == "calibration" || kind == "process" || kind == "communicator" ||
-         kind == "collective";
+         kind == "collective" || kind == "p2p";
 }
 
 size_t lineNumber(const std::string& where, const std::string& file) {
@@ -118,7 +118,7 @@ void checkMonitorReader(const std::string& text) {
     ++lines;
     const std::string kind = kindOf(line);
     comms += kind == "communicator";
-    collectives += kind == "collective";
+    collectives += kind == "collective" || kind == "p2p";  // monitor keeps Send/Recv rows beside
   }
   if (s->comms.size() > comms || s->collectives.size() > collectives)
     die("monitor has records from lines of another kind");

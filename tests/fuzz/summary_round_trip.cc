@@ -77,9 +77,14 @@ CommReport comm(FuzzedDataProvider& in) {
                       ? ""
                       : std::string(64, "0123456789abcdef"[in.ConsumeIntegral<uint8_t>() % 16]);
   c.finalized = in.ConsumeBool();
-  c.seen = in.ConsumeIntegral<uint64_t>();
-  c.measured = in.ConsumeIntegral<uint64_t>();
-  for (uint64_t& s : c.skipped) s = in.ConsumeIntegral<uint32_t>();
+  for (TaskCounts* t : {&c.collectives, &c.p2p}) {
+    t->seen = in.ConsumeIntegral<uint64_t>();
+    t->measured = in.ConsumeIntegral<uint64_t>();
+    for (uint64_t& s : t->skipped) s = in.ConsumeIntegral<uint32_t>();
+  }
+  for (uint64_t& g : c.groups) g = in.ConsumeIntegral<uint32_t>();
+  c.peersSentTo = in.ConsumeIntegralInRange(0u, 1u << 20);
+  c.peersReceivedFrom = in.ConsumeIntegralInRange(0u, 1u << 20);
   for (int k = in.ConsumeIntegralInRange(0, 4); k > 0; --k) c.keys.push_back(key(in));
   // One CallSamples per communicator, as the profiler keeps them; made only when it has calls
   // (its 256 KiB of bins cost ASan page faults on every input otherwise).
@@ -187,9 +192,16 @@ void checkCollective(const pilot::cli::monitor::CollectiveRecord& r, const CommR
             r.busGbs == orZero(busGbs(t)) && r.expectedCalls == t.expectedCalls &&
             std::equal(std::begin(r.bins), std::end(r.bins), std::begin(t.bins));
   if (k.other) {
-    ok = ok && r.collective == "other" && r.messageSize == "other" && r.algo == "other" &&
-         r.decision == "other" && r.channels == 0;
+    ok = ok && !r.p2p && r.collective == "other" && r.messageSize == "other" &&
+         r.algo == "other" && r.decision == "other" && r.channels == 0;
+  } else if (isPointToPoint(k.fields.op)) {  // a "p2p" line: NCCL picks no algorithm for it
+    ok = ok && r.p2p && r.collective == operationName(k.fields.op) &&
+         r.messageSize == sizeBucketLabel(k.fields.bucket) &&
+         r.sizeBucketBytes == uint64_t{1} << k.fields.bucket && r.algo.empty() &&
+         r.proto.empty() && r.decision == "NCCL" && r.band == k.band &&
+         r.channels == k.fields.channels;
   } else {
+    ok = ok && !r.p2p;
     ok = ok && r.collective == operationName(k.fields.op) &&
          r.messageSize == sizeBucketLabel(k.fields.bucket) &&
          r.sizeBucketBytes == uint64_t{1} << k.fields.bucket &&
@@ -220,7 +232,8 @@ void checkMonitor(const ProcessReport& p, const std::string& text) {
     if (r.comm != commIdText(c.identity.commId) || r.commName != c.identity.name ||
         r.node != p.node || r.gpu != c.identity.gpu || r.rank != c.identity.rank ||
         r.nRanks != c.identity.nRanks || r.nNodes != c.identity.nNodes ||
-        r.finalized != c.finalized || r.seen != c.seen || r.measured != c.measured)
+        r.finalized != c.finalized || r.seen != c.collectives.seen ||
+        r.measured != c.collectives.measured)
       die("monitor read communicator " + r.comm + " otherwise");
     for (const KeyReport& k : c.keys) checkCollective(s->collectives[at++], c, k, p.node);
   }

@@ -11,6 +11,7 @@
 
 #include "detect_internal.h"
 #include "hwloc_library.h"
+#include "hwloc_xml_check.h"
 #include "pilot/core/file.h"
 #include "pilot/core/text.h"
 
@@ -92,120 +93,15 @@ std::string downgradeFormat3(std::string xml) {
   return xml;
 }
 
-/// "line N" of a position in the text.
-std::string lineOf(const std::string& xml, size_t at) {
-  return "line " +
-         std::to_string(1 + std::count(xml.begin(), xml.begin() + static_cast<long>(at), '\n'));
-}
-
-/// The attributes of the tag whose name ends at `at`, when it is written as lstopo writes tags:
-/// whitespace, name="value" pairs, then ">" or "/>"; nullopt for any other shape.
-std::optional<std::vector<std::pair<std::string_view, std::string_view>>> strictAttributes(
-    std::string_view xml, size_t at) {
-  std::vector<std::pair<std::string_view, std::string_view>> out;
-  for (size_t i = at;;) {
-    const size_t name = xml.find_first_not_of(" \t\r\n", i);
-    if (name == std::string_view::npos) return std::nullopt;
-    if (xml[name] == '>' || xml.compare(name, 2, "/>") == 0) return out;
-    const size_t eq = xml.find("=\"", name);
-    if (name == i || eq == std::string_view::npos || eq == name ||
-        xml.substr(name, eq - name).find_first_of(" \t\r\n<>/'\"") != std::string_view::npos)
-      return std::nullopt;
-    const size_t close = xml.find('"', eq + 2);
-    if (close == std::string_view::npos) return std::nullopt;
-    out.emplace_back(xml.substr(name, eq - name), xml.substr(eq + 2, close - eq - 2));
-    i = close + 1;
-  }
-}
-
-/// hwloc 2.9 dereferences a null bitmap loading an export whose NUMANode lacks complete_cpuset
-/// (1.x format) or complete_nodeset (2.0): found by tests/fuzz/hwloc_xml_fuzz, and a plain
-/// hwloc program crashes alike. So before hwloc sees a file, every <object> but I/O and Misc
-/// ones must carry the four sets lstopo writes on them, and one type; a tag in another shape
-/// is refused too, since what hwloc would read from it cannot be told. "" when the file
-/// passes, else where and why.
-std::string unsafeObject(const std::string& xml) {
-  static const std::string_view kWithoutSets[] = {"Bridge", "PCIDev", "OSDev", "Misc"};
-  static const std::string_view kSets[] = {"cpuset", "complete_cpuset", "nodeset",
-                                           "complete_nodeset"};
-  for (size_t at = xml.find("<object"); at != std::string::npos; at = xml.find("<object", at + 1)) {
-    auto attributes = strictAttributes(xml, at + 7);
-    std::string why = "an <object> tag not in lstopo's shape (one type, name=\"value\")";
-    if (attributes) {
-      std::vector<std::string_view> names, types;
-      for (const auto& [name, value] : *attributes) {
-        names.push_back(name);
-        if (name == "type") types.push_back(value);
-      }
-      auto has = [](const auto& list, std::string_view s) {
-        return std::find(std::begin(list), std::end(list), s) != std::end(list);
-      };
-      if (types.size() == 1 && has(kWithoutSets, types[0])) continue;
-      why.clear();
-      for (std::string_view set : kSets) {
-        if (types.size() == 1 && why.empty() && !has(names, set))
-          why = "<object type=\"" + std::string(types[0]) + "\"> without " + std::string(set);
-      }
-      if (types.size() == 1 && why.empty()) continue;
-      if (why.empty()) why = "an <object> tag with " + std::to_string(types.size()) + " types";
-    }
-    return lineOf(xml, at) + ": " + why + ", which hwloc 2.x may crash on";
-  }
-  return "";
-}
-
-/// A bitmap as lstopo writes it: "0xf...f" (all the rest set) and/or comma-separated groups of
-/// "0x" and at most 8 hex digits, where groups after the first may be empty ("0x1,,0x2").
-bool isBitmap(std::string_view v) {
-  if (v.rfind("0xf...f", 0) == 0) {
-    if (v.size() == 7) return true;
-    if (v[7] != ',') return false;
-    v.remove_prefix(8);
-  }
-  for (bool first = true;; first = false) {
-    const size_t comma = v.find(',');
-    const std::string_view group = v.substr(0, comma);
-    if ((first || !group.empty()) &&
-        (group.size() < 3 || group.size() > 10 || group.compare(0, 2, "0x") != 0 ||
-         group.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string_view::npos))
-      return false;
-    if (comma == std::string_view::npos) return true;
-    v.remove_prefix(comma + 1);
-  }
-}
-
-/// Every ...cpuset="..." and ...nodeset="..." of the file (objects, CPU kinds, ...) holds a
-/// bitmap as lstopo writes it: hwloc 2.9 aborts on an assertion parsing one that starts with a
-/// comma (found by tests/fuzz/hwloc_xml_fuzz). "" when they all do, else where and why.
-std::string unsafeBitmap(const std::string& xml) {
-  for (const char* key : {"cpuset=\"", "nodeset=\""}) {
-    for (size_t at = xml.find(key); at != std::string::npos; at = xml.find(key, at + 1)) {
-      const size_t begin = at + std::char_traits<char>::length(key);
-      const size_t end = xml.find('"', begin);
-      if (end != std::string::npos && isBitmap(std::string_view(xml).substr(begin, end - begin)))
-        continue;
-      const size_t name = xml.find_last_of(" \t\r\n", at) + 1;  // 0 when none
-      return lineOf(xml, at) + ": a " + xml.substr(name, begin - 2 - name) +
-             " that is not a bitmap as lstopo writes them, which hwloc 2.x may crash on";
-    }
-  }
-  return "";
-}
-
 /// Makes the export readable by hwloc 2.x, or says why it is not an export we can use.
 Expected<std::string> prepareXml(const std::string& file, std::vector<std::string>& notes) {
   Expected<std::string> xml = readXmlFile(file);
   if (!xml.ok()) return xml;
   if (xml->find("<topology") == std::string::npos)
     return Error{"hwloc XML " + file + " has no <topology> element; is it an lstopo XML export?"};
-  // XML has no NUL character, and hwloc 2.9 reads past one in a buffer (a crash in strspn,
-  // found by tests/fuzz/hwloc_xml_fuzz).
-  if (size_t nul = xml->find('\0'); nul != std::string::npos)
-    return Error{"hwloc XML " + file + " " + lineOf(*xml, nul) +
-                 ": a NUL byte, which no XML holds; not loading it"};
-  for (const std::string& why : {unsafeObject(*xml), unsafeBitmap(*xml)}) {
-    if (!why.empty()) return Error{"hwloc XML " + file + " " + why + "; not loading it"};
-  }
+  if (const std::string why = unsafeHwlocXml(*xml); !why.empty())
+    return Error{"hwloc XML " + file + " " + why +
+                 "; not loading it (hwloc 2.x may crash on what lstopo does not write)"};
   // hwloc 1.x files carry no version; 2.x write "2.0".
   std::string version = tagAttribute(*xml, "topology", "version");
   int major = version.empty() ? 1 : std::atoi(version.c_str());

@@ -300,8 +300,9 @@ TEST(HwlocXml, BitmapsNotInLstoposShapeAreRefusedBeforeHwloc) {
       "<topology version=\"2.0\">\n<object type=\"Machine\" os_index=\"0\" cpuset=\"0xf...f,0x1\" "
       "complete_cpuset=\"0x00000001,,0x0\" nodeset=\"0x1,\" complete_nodeset=\"0xf...f\"/>\n"
       "</topology>\n");
-  if (!lstopo.ok())
+  if (!lstopo.ok()) {
     EXPECT_EQ(lstopo.error().find("not a bitmap"), std::string::npos) << lstopo.error();
+  }
 }
 
 // hwloc 2.9 reads past a NUL byte of its buffer and crashes on this one (found by
@@ -312,6 +313,46 @@ TEST(HwlocXml, NulBytesAreRefusedBeforeHwloc) {
   Expected<Machine> m = fromXmlText("pilot-nul.xml", text);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().find("pilot-nul.xml line 1: a NUL byte"), std::string::npos) << m.error();
+}
+
+// hwloc 2.9's own XML reader crashes (strspn on a null pointer) on a tag cut off by the next
+// one (found by tests/fuzz/hwloc_xml_fuzz), so the whole file must be in lstopo's shape first.
+TEST(HwlocXml, MarkupNotInLstoposShapeIsRefusedBeforeHwloc) {
+  const std::string prolog =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n";
+  const std::string machine = std::string("<object type=\"Machine\" os_index=\"0\"") + kSets;
+  for (const auto& [body, why] : std::vector<std::pair<std::string, std::string>>{
+           {"<topology version=\"2.0\"<topology>", "line 3: a tag not in lstopo's shape"},
+           {"<topology version=\"2.0\">\n" + machine + ">\n</topology>",
+            "line 5: </topology> closing <object>"},
+           {"<topology version=\"2.0\">\n" + machine + ">", "line 4: <object> never closed"},
+           {"<topology/>\n<topology/>", "line 4: a second root element <topology>"},
+           {"<machine/>\n<topology/>", "line 3: a root element <machine>, not <topology>"},
+           {"<topology>\n" + machine + " name=\"a<b\"/>\n</topology>",
+            "line 4: a tag not in lstopo's shape"},
+           {"<topology>\n" + machine + " name=\"a&b\"/>\n</topology>",
+            "line 4: a tag not in lstopo's shape"},
+           {"<topology>&nbsp;</topology>", "line 3: an '&' that begins no XML entity"},
+           {"<topology/>\nx", "line 3: text outside the <topology> element"},
+           {"<topology><!-- x </topology>", "line 3: a comment that never ends"},
+           {"<topology>< object/></topology>", "line 3: a '<' that begins no tag lstopo writes"},
+       }) {
+    Expected<Machine> m = fromXmlText("pilot-shape.xml", prolog + body + "\n");
+    ASSERT_FALSE(m.ok()) << body;
+    EXPECT_NE(m.error().find("pilot-shape.xml " + why), std::string::npos) << m.error();
+  }
+  // What lstopo writes passes: comments, entities, text of its own elements, an empty root.
+  for (const std::string& body :
+       {std::string("<!-- by lstopo --><topology version=\"2.0\">\n") + machine +
+            " name=\"a&amp;b&#10;&quot;\">\n<info name=\"x\" value=\"&lt;&gt;\"/>\n"
+            "</object>\n<distances2 type=\"NUMANode\" nbobjs=\"1\">\n<indexes "
+            "length=\"2\">0 </indexes>\n</distances2>\n</topology>",
+        std::string("<topology version=\"2.0\">\n</topology>")}) {
+    Expected<Machine> m = fromXmlText("pilot-shape.xml", prolog + body + "\n");
+    if (!m.ok()) {
+      EXPECT_EQ(m.error().find("lstopo"), std::string::npos) << m.error();
+    }
+  }
 }
 
 // hwloc keeps an osdev_type it does not know (16 is a 3.x bitmask in a 2.0 file): no NIC, and

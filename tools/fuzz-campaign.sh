@@ -66,7 +66,10 @@ campaign() {
     status=$?
   rm -rf "$dir/corpus.merged" && mkdir "$dir/corpus.merged"
   # shellcheck disable=SC2086
-  if "$build/bin/$t" -merge=1 $fuzz_flags "$dir/corpus.merged" "$dir/corpus" >"$run/merge.log" 2>&1; then
+  # A unit that fails during the merge is written where -artifact_prefix says, not in the
+  # working directory.
+  if "$build/bin/$t" -merge=1 $fuzz_flags -artifact_prefix="$run/artifacts/merge-" \
+    "$dir/corpus.merged" "$dir/corpus" >"$run/merge.log" 2>&1; then
     rm -rf "$dir/corpus" && mv "$dir/corpus.merged" "$dir/corpus"
   else
     echo "fuzz-campaign: $t: the merge failed (see $run/merge.log); the corpus is kept as it was" >&2

@@ -52,12 +52,15 @@ extern "C" const char* __lsan_default_suppressions() {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::shared_ptr<const HwlocLibrary> hwloc = [] {
-    std::string whyNot;
-    auto lib = loadHwlocDynamic(&whyNot);
-    if (!lib) fuzz::die("hwloc is needed: " + whyNot);
-    return lib;
-  }();
+  // Never released: a static would dlclose libhwloc at exit, before LeakSanitizer's check at
+  // exit (libFuzzer's merge), whose stacks then name no module for the suppression to match.
+  static const std::shared_ptr<const HwlocLibrary>& hwloc =
+      *new std::shared_ptr<const HwlocLibrary>([] {
+        std::string whyNot;
+        auto lib = loadHwlocDynamic(&whyNot);
+        if (!lib) fuzz::die("hwloc is needed: " + whyNot);
+        return lib;
+      }());
   const std::string text(reinterpret_cast<const char*>(data), size);
   DetectOptions options;
   options.hwlocXml = fuzz::writeScratch("topology.xml", text);

@@ -316,7 +316,8 @@ TEST(HwlocXml, NulBytesAreRefusedBeforeHwloc) {
 }
 
 // hwloc 2.9's own XML reader crashes (strspn on a null pointer) on a tag cut off by the next
-// one (found by tests/fuzz/hwloc_xml_fuzz), so the whole file must be in lstopo's shape first.
+// one, and copies 512 MiB bitmaps for seconds for a PU without os_index (both found by
+// tests/fuzz/hwloc_xml_fuzz), so the whole file must be in lstopo's shape first.
 TEST(HwlocXml, MarkupNotInLstoposShapeIsRefusedBeforeHwloc) {
   const std::string prolog =
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n";
@@ -332,6 +333,9 @@ TEST(HwlocXml, MarkupNotInLstoposShapeIsRefusedBeforeHwloc) {
             "line 4: a tag not in lstopo's shape"},
            {"<topology>\n" + machine + " name=\"a&b\"/>\n</topology>",
             "line 4: a tag not in lstopo's shape"},
+           {"<topology>\n" + machine + ">\n<object type=\"PU\"" + kSets +
+                "/>\n</object>\n</topology>",
+            "line 5: <object type=\"PU\"> without an os_index below 65536"},
            {"<topology>&nbsp;</topology>", "line 3: an '&' that begins no XML entity"},
            {"<topology/>\nx", "line 3: text outside the <topology> element"},
            {"<topology><!-- x </topology>", "line 3: a comment that never ends"},

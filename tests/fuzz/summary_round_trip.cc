@@ -192,14 +192,13 @@ void checkCollective(const pilot::cli::monitor::CollectiveRecord& r, const CommR
             r.busGbs == orZero(busGbs(t)) && r.expectedCalls == t.expectedCalls &&
             std::equal(std::begin(r.bins), std::end(r.bins), std::begin(t.bins));
   if (k.other) {
-    ok = ok && !r.p2p && r.collective == "other" && r.messageSize == "other" &&
-         r.algo == "other" && r.decision == "other" && r.channels == 0;
+    ok = ok && !r.p2p && r.collective == "other" && r.messageSize == "other" && r.algo == "other" &&
+         r.decision == "other" && r.channels == 0;
   } else if (isPointToPoint(k.fields.op)) {  // a "p2p" line: NCCL picks no algorithm for it
     ok = ok && r.p2p && r.collective == operationName(k.fields.op) &&
          r.messageSize == sizeBucketLabel(k.fields.bucket) &&
-         r.sizeBucketBytes == uint64_t{1} << k.fields.bucket && r.algo.empty() &&
-         r.proto.empty() && r.decision == "NCCL" && r.band == k.band &&
-         r.channels == k.fields.channels;
+         r.sizeBucketBytes == uint64_t{1} << k.fields.bucket && r.algo.empty() && r.proto.empty() &&
+         r.decision == "NCCL" && r.band == k.band && r.channels == k.fields.channels;
   } else {
     ok = ok && !r.p2p;
     ok = ok && r.collective == operationName(k.fields.op) &&

@@ -34,6 +34,16 @@ def pattern(n, rank, device):
     return (torch.arange(n, device=device, dtype=torch.float32) % 61 + 1) * (rank + 1)
 
 
+def mismatch(got, want):
+    """None if `got` is exactly `want`, else how many elements differ and the first of them."""
+    wrong = (got != want).nonzero()
+    if wrong.numel() == 0:
+        return None
+    first = int(wrong[0][0])
+    return (f"{wrong.numel()} wrong element(s), first at {first}: "
+            f"{float(got[first])} instead of {float(want[first])}")
+
+
 def run_one(coll, size, rank, world, device):
     """One collective of `size` bytes; returns None if the result is exact, else a reason."""
     count = size // ELEMENT
@@ -56,12 +66,7 @@ def run_one(coll, size, rank, world, device):
         full = pattern(part * world, 0, device) * (world * (world + 1) // 2)
         want = full[rank * part:(rank + 1) * part]
     torch.cuda.synchronize(device)
-    wrong = (got != want).nonzero()
-    if wrong.numel() == 0:
-        return None
-    first = int(wrong[0][0])
-    return (f"{wrong.numel()} wrong element(s), first at {first}: "
-            f"{float(got[first])} instead of {float(want[first])}")
+    return mismatch(got, want)
 
 
 def run_p2p(kind, size, rank, world, device):
@@ -83,12 +88,7 @@ def run_p2p(kind, size, rank, world, device):
             request.wait()
         want = pattern(count, (rank - 1) % world, device)
     torch.cuda.synchronize(device)
-    wrong = (got != want).nonzero()
-    if wrong.numel() == 0:
-        return None
-    first = int(wrong[0][0])
-    return (f"{wrong.numel()} wrong element(s), first at {first}: "
-            f"{float(got[first])} instead of {float(want[first])}")
+    return mismatch(got, want)
 
 
 def main():

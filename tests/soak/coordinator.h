@@ -177,7 +177,8 @@ class Soak {
   /// From each breakage of the fault, how long its error took: from the fault's start, or, when
   /// later, from when what the connection's receiver waits for entered the network: the last
   /// message its sender posted into its oldest waiting step, or, if the sender posted none, its
-  /// own receive (the CTS record). A receive waiting on a send not yet posted waits on no fault.
+  /// own receive (the CTS record); or, where the error says how long its bytes waited for an
+  /// acknowledgement, from then. A receive waiting on a send not yet posted waits on no fault.
   void timeDetections();
   /// When the failing lane's connection started to hold what got stuck (see timeDetections).
   int64_t stuckSince(const BreakReport& b) const;

@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "coordinator.h"
 #include "network_faults.h"
@@ -17,6 +20,23 @@ namespace soak {
 namespace {
 
 constexpr int kMaxPendingSockets = pilot::net::SocketListenComm::kMaxPendingSockets;
+
+/// When the bytes a connection failed on entered the network, where its error says how long
+/// they waited ("no acknowledgement from the peer for N ms", the transport's ack deadline); -1
+/// otherwise. The soak sees the step posted, not when a data stream's bytes went out behind it:
+/// after a link came back, the kernel may hold new bytes (in retransmission backoff or behind a
+/// neighbour being resolved again) for longer than the timeout, measured up to 1.6 s after the
+/// step's post.
+int64_t waitedSince(const BreakReport& b) {
+  static const std::string kKey = "no acknowledgement from the peer for ";
+  const size_t at = b.what.find(kKey);
+  if (at == std::string::npos) return -1;
+  char* end = nullptr;
+  const long long waited = std::strtoll(b.what.c_str() + at + kKey.size(), &end, 10);
+  if (end == b.what.c_str() + at + kKey.size() || std::strncmp(end, " ms", 3) != 0 || waited < 0)
+    return -1;
+  return b.atMs - waited;
+}
 
 }  // namespace
 
@@ -106,7 +126,7 @@ int64_t Soak::stuckSince(const BreakReport& b) const {
 
 void Soak::timeDetections() {
   for (const BreakReport& b : current_.breakages) {
-    const int64_t since = std::max(current_.startMs, stuckSince(b));
+    const int64_t since = std::max({current_.startMs, stuckSince(b), waitedSince(b)});
     Detection d{b.comm, b.side, b.atMs - since, b.what};
     // Learnt from the peer's close, after the peer failed first (by a killed peer's close it is
     // the fault's own detection).

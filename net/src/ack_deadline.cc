@@ -44,7 +44,7 @@ std::string AckDeadline::inspect(int slot, int fd) {
   // gets its chance; the look comes at most two intervals after the timeout).
   const int64_t waited = std::min<int64_t>(now_ - waitingSince_[slot], info.tcpi_last_ack_recv);
   if (waited < timeoutMs_) return {};
-  return "no acknowledgement from the peer for " + std::to_string(waited) + " ms";
+  return kNoAcknowledgement + std::to_string(waited) + " ms";
 }
 
 }  // namespace pilot::net

@@ -18,6 +18,9 @@ namespace pilot::net {
 
 class AckDeadline {
  public:
+  /// What a failed inspect() says, before "N ms" (how long the bytes waited).
+  static constexpr const char* kNoAcknowledgement = "no acknowledgement from the peer for ";
+
   explicit AckDeadline(int timeoutMs);
   /// Time to inspect the sockets: at most once per interval (the timeout / 32, 10 to 250 ms);
   /// otherwise it costs one read of the coarse clock.

@@ -69,6 +69,20 @@ def check_profiler(report, phase):
                f"profiler line per rank: {loaded}; 'measuring collectives' per rank: {measuring}")
 
 
+def measured_problem(label, rows, op):
+    """("count", why) unless the summary rows hold one call per iteration of rank.py's `op`,
+    ("time", why) unless their mean kernel time is positive and within its wall time per
+    iteration; None when both hold."""
+    calls = sum(c["calls"] for c in rows)
+    if calls != op["iters"]:
+        return "count", f"{label}: {calls} measured, {op['iters']} run"
+    mean_us = sum(c["time_us"]["sum"] for c in rows) / calls
+    wall_us = (op.get("ms_per_iter") or 0) * 1000
+    if not 0 < mean_us <= wall_us:
+        return "time", f"{label}: kernel {mean_us:.1f} us, wall {wall_us:.1f} us per iteration"
+    return None
+
+
 def check_metrics(report, phase, sizes, iters, expects):
     summaries, notes = read_summaries(phase.dir / "metrics")
     proms = sorted(p.name for p in (phase.dir / "metrics").glob("nccl_pilot_*.prom"))
@@ -91,17 +105,13 @@ def check_metrics(report, phase, sizes, iters, expects):
             want = bucket(message_bytes(coll, size, phase.ranks))
             rows = [c for c in colls if c.get("collective") == NCCL_NAMES[coll]
                     and c.get("size_bucket_bytes") == want]
-            calls = sum(c["calls"] for c in rows)
             checked += 1
-            if calls != op["iters"]:
-                wrong_count.append(f"rank {rank} {coll} {size}: {calls} measured, "
-                                   f"{op['iters']} run")
+            problem = measured_problem(f"rank {rank} {coll} {size}", rows, op)
+            if problem and problem[0] == "count":
+                wrong_count.append(problem[1])
                 continue
-            mean_us = sum(c["time_us"]["sum"] for c in rows) / calls
-            wall_us = (op.get("ms_per_iter") or 0) * 1000
-            if not 0 < mean_us <= wall_us:
-                wrong_time.append(f"rank {rank} {coll} {size}: kernel {mean_us:.1f} us, "
-                                  f"wall {wall_us:.1f} us per iteration")
+            if problem:
+                wrong_time.append(problem[1])
             # rank.py's sizes are what NCCL hands the tuner, as explain's bands are.
             band = next((b for b in expects.get(coll, {}).get("ranges", [])
                          if b["min"] <= size <= b["max"] and b.get("decision") == "select"),
@@ -149,16 +159,10 @@ def check_p2p(report, phase):
                           for name in ("Send", "Recv")}
             for name, rows in groups.items():
                 checked += 1
-                calls = sum(c["calls"] for c in rows)
-                if calls != op["iters"]:
-                    wrong.append(f"rank {rank} {op['coll']} {name} {op['bytes']}: {calls} "
-                                 f"measured, {op['iters']} run")
-                    continue
-                mean_us = sum(c["time_us"]["sum"] for c in rows) / calls
-                wall_us = (op.get("ms_per_iter") or 0) * 1000
-                if not 0 < mean_us <= wall_us:
-                    wrong.append(f"rank {rank} {op['coll']} {name}: kernel {mean_us:.1f} us, "
-                                 f"wall {wall_us:.1f} us per iteration")
+                problem = measured_problem(f"rank {rank} {op['coll']} {name} {op['bytes']}",
+                                           rows, op)
+                if problem:
+                    wrong.append(problem[1])
     if checked == 0:
         return
     how = ", ".join(sorted("a group of Send/Recv" if a == "P2P" else f"NCCL's ncclAlltoAll ({a})"

@@ -44,6 +44,17 @@ def mismatch(got, want):
             f"{float(got[first])} instead of {float(want[first])}")
 
 
+def timed(kind, size, iters, run):
+    """`run()` `iters` times: the operation's record, with its first wrong result (None if every
+    one was exact) and its wall time per iteration."""
+    op = {"coll": kind, "bytes": size, "iters": iters, "wrong": None}
+    begin = time.monotonic()
+    for _ in range(iters):
+        op["wrong"] = op["wrong"] or run()
+    op["ms_per_iter"] = round((time.monotonic() - begin) * 1000 / iters, 3)
+    return op
+
+
 def run_one(coll, size, rank, world, device):
     """One collective of `size` bytes; returns None if the result is exact, else a reason."""
     count = size // ELEMENT
@@ -115,21 +126,13 @@ def main():
             for size in sizes:
                 if size % (ELEMENT * world):
                     raise ValueError(f"size {size} is not a multiple of {ELEMENT * world}")
-                op = {"coll": coll, "bytes": size, "iters": iters, "wrong": None}
-                begin = time.monotonic()
-                for _ in range(iters):
-                    op["wrong"] = op["wrong"] or run_one(coll, size, rank, world, device)
-                op["ms_per_iter"] = round((time.monotonic() - begin) * 1000 / iters, 3)
-                result["ops"].append(op)
+                result["ops"].append(timed(coll, size, iters,
+                                           lambda: run_one(coll, size, rank, world, device)))
         for kind, size in (("alltoall", p2p_bytes), ("sendrecv", 2 * p2p_bytes)):
             if size <= 0:
                 continue
-            op = {"coll": kind, "bytes": size, "iters": iters, "wrong": None}
-            begin = time.monotonic()
-            for _ in range(iters):
-                op["wrong"] = op["wrong"] or run_p2p(kind, size, rank, world, device)
-            op["ms_per_iter"] = round((time.monotonic() - begin) * 1000 / iters, 3)
-            result["p2p_ops"].append(op)
+            result["p2p_ops"].append(timed(kind, size, iters,
+                                           lambda: run_p2p(kind, size, rank, world, device)))
         dist.barrier()
         dist.destroy_process_group()
         result["finished"] = True

@@ -133,15 +133,20 @@ def check(what, q, want):
     print(("ok  " if ok else "FAIL"), what, f"query {q!r}: {got} (the library wrote {want})")
     failures += 0 if ok else 1
 
+def implied(*expectations):
+    """(what, the textfile's value, what the replayed GPU timestamps imply) each."""
+    global failures
+    for what, got, want in expectations:
+        if abs(got - want) > 1e-9 * want:
+            print(f"FAIL the textfile's {what} is {got}, the GPU timestamps imply {want}")
+            failures += 1
+
 # Every replayed all-reduce takes 250 us and every all-gather 40 us (no jitter), so each
 # interval's figures are the same: the file's, and what the timestamps imply.
 exec_ar = file_value("nccl_collective_exec_time_microseconds", collective="AllReduce")
 bus_ag = file_value("nccl_bus_bandwidth_gbs", collective="AllGather")
-for what, got, want in (("all-reduce time", exec_ar, 250.0),
-                        ("all-gather bus bandwidth", bus_ag, 131072 * 3 / 40000)):
-    if abs(got - want) > 1e-9 * want:
-        print(f"FAIL the textfile's {what} is {got}, the GPU timestamps imply {want}")
-        failures += 1
+implied(("all-reduce time", exec_ar, 250.0),
+        ("all-gather bus bandwidth", bus_ag, 131072 * 3 / 40000))
 check("node_exporter textfile: Inspector's exec time",
       'nccl_collective_exec_time_microseconds{job="node",collective="AllReduce",'
       'slurm_job_id="e2e",message_size="1-2MB",algo_proto="RING_SIMPLE"}', exec_ar)
@@ -157,11 +162,7 @@ check("HTTP endpoint: our histogram through histogram_quantile",
 # whose operations span 200 us.
 exec_send = file_value("nccl_p2p_exec_time_microseconds", p2p_operation="Send", comm_name="pp")
 bus_recv = file_value("nccl_p2p_bus_bandwidth_gbs", p2p_operation="Recv", comm_name="pp")
-for what, got, want in (("Send time", exec_send, 49.9), ("Recv bus bandwidth", bus_recv,
-                                                         1048576 / 49900)):
-    if abs(got - want) > 1e-9 * want:
-        print(f"FAIL the textfile's {what} is {got}, the GPU timestamps imply {want}")
-        failures += 1
+implied(("Send time", exec_send, 49.9), ("Recv bus bandwidth", bus_recv, 1048576 / 49900))
 check("node_exporter textfile: Inspector's P2P exec time",
       'nccl_p2p_exec_time_microseconds{job="node",p2p_operation="Send",comm_name="pp",'
       'message_size="1-2MB"}', exec_send)

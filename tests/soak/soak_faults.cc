@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 
+#include "ack_deadline.h"
 #include "coordinator.h"
 #include "network_faults.h"
 #include "socket_setup.h"
@@ -28,7 +29,7 @@ constexpr int kMaxPendingSockets = pilot::net::SocketListenComm::kMaxPendingSock
 /// neighbour being resolved again) for longer than the timeout, measured up to 1.6 s after the
 /// step's post.
 int64_t waitedSince(const BreakReport& b) {
-  static const std::string kKey = "no acknowledgement from the peer for ";
+  static const std::string kKey = pilot::net::AckDeadline::kNoAcknowledgement;
   const size_t at = b.what.find(kKey);
   if (at == std::string::npos) return -1;
   char* end = nullptr;

@@ -14,8 +14,6 @@ namespace pilot::topology {
 namespace detail {
 namespace {
 
-constexpr unsigned kMaxCpus = 1u << 16;  // bounds what garbage cpumaps/cpulists can allocate
-
 struct Generation {
   double gigatransfers;
   const char* ncclName;

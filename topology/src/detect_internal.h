@@ -12,6 +12,10 @@
 
 namespace pilot::topology::detail {
 
+/// The most CPUs a machine may have in our model: bounds what a garbage cpumap, cpulist or
+/// hwloc export can make us allocate (and an os_index an export may give a PU or NUMA node).
+constexpr unsigned kMaxCpus = 1u << 16;
+
 // ---- pure helpers (detect.cc) ----
 
 /// PCIe generation (1..6) of a sysfs max_link_speed string, either spelling: "16.0 GT/s PCIe"

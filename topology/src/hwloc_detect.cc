@@ -20,7 +20,6 @@ namespace {
 
 constexpr size_t kMaxXmlBytes = size_t{256} << 20;
 constexpr int kMaxDepth = 256;  // an XML file could nest objects without end
-constexpr unsigned kMaxCpus = 1u << 16;
 constexpr unsigned kMaxPorts = 32;
 
 // In C++ hwloc's attribute structs are nested in the union.
@@ -217,7 +216,7 @@ class Walker {
   std::string cpumap(hwloc_const_bitmap_t set) const {
     std::vector<unsigned> cpus;
     if (set != nullptr && lib_.bitmapWeight(set) >= 0) {
-      for (int i = lib_.bitmapFirst(set); i >= 0 && static_cast<unsigned>(i) < kMaxCpus;
+      for (int i = lib_.bitmapFirst(set); i >= 0 && static_cast<unsigned>(i) < detail::kMaxCpus;
            i = lib_.bitmapNext(set, i))
         cpus.push_back(static_cast<unsigned>(i));
     }

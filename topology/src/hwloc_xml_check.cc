@@ -3,15 +3,19 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "detect_internal.h"
+#include "pilot/core/text.h"
 
 namespace pilot::topology {
 namespace {
 
 constexpr size_t kMaxNesting = 256;
-constexpr unsigned long kMaxOsIndex = 1ul << 16;  // the walk reads 65536 CPUs at most
 
 using Attributes = std::vector<std::pair<std::string_view, std::string_view>>;
 
@@ -91,13 +95,11 @@ std::string unsafeAttributes(std::string_view element, const Attributes& attribu
   // 2^32 - 1) it copies 512 MiB bitmaps for seconds (found by hwloc_xml_fuzz as a timeout).
   if (types[0] != "PU" && types[0] != "NUMANode") return "";
   for (const auto& [name, value] : attributes) {
-    if (name == "os_index" && !value.empty() && value.size() <= 5 &&
-        value.find_first_not_of("0123456789") == std::string_view::npos &&
-        std::stoul(std::string(value)) < kMaxOsIndex)
-      return "";
+    const std::optional<uint64_t> index = text::parseUnsigned(value);
+    if (name == "os_index" && index && *index < detail::kMaxCpus) return "";
   }
   return "<object type=\"" + std::string(types[0]) + "\"> without an os_index below " +
-         std::to_string(kMaxOsIndex);
+         std::to_string(detail::kMaxCpus);
 }
 
 class Checker {

@@ -40,6 +40,8 @@ const char* skipName(Skip s) {
       return "no_gpu_time";
     case Skip::IgnoredKernel:
       return "ignored_kernel_event";
+    case Skip::Abandoned:
+      return "finalized_in_flight";
     case Skip::Count:
       break;
   }

@@ -44,6 +44,7 @@ constexpr int kChannelShift = 35;
 constexpr uint64_t kChannelMask = uint64_t{63} << kChannelShift;
 constexpr uint64_t kMaxNs = (uint64_t{1} << kChannelShift) - 1;
 constexpr uint32_t kTaskStopped = uint32_t{1} << 24;
+constexpr uint32_t kTaskAbandoned = uint32_t{1} << 25;  // let go of at its comm's finalize
 
 uint64_t laneTag(uint32_t generation) {
   return uint64_t{generation & 0xfffff} << kTagShift;
@@ -112,9 +113,10 @@ EventPath::~EventPath() {
   std::free(slots);
 }
 
-bool EventPath::reserve(uint32_t slots) {
+bool EventPath::reserve(uint32_t slots, uint32_t firstGeneration) {
   if (slots_.load(kAcquire) != nullptr) return true;
   if (slots == 0 || slots > kMaxSlots) return false;
+  firstGeneration_ = firstGeneration;
   void* memory = std::calloc(slots, sizeof(Slot));
   if (memory == nullptr) return false;
   // A slot is constructed when first used (acquire), so pages no collective needed are never
@@ -152,7 +154,9 @@ EventPath::Slot* EventPath::acquire(uint32_t* index) {
     if (fresh_.compare_exchange_weak(i, i + 1, kAcqRel)) {
       *index = i;
       inUse_.fetch_add(1, kRelaxed);
-      return new (&slots[i]) Slot;
+      Slot* slot = new (&slots[i]) Slot;
+      slot->state.store(uint64_t{firstGeneration_} << 32, kRelaxed);
+      return slot;
     }
   }
   return nullptr;
@@ -200,11 +204,11 @@ EventPath::Handle EventPath::decode(void* handle) {
   return {&slot, i, generation, lanePlusOne};
 }
 
-bool EventPath::pin(Slot& slot, uint32_t generation) {
+bool EventPath::pin(Slot& slot, uint32_t generation, bool countStale) {
   uint64_t state = slot.state.load(kAcquire);
   do {
     if (generationOf(state) != generation || (state & kReferenceMask) == 0) {
-      countStale();
+      if (countStale) this->countStale();
       return false;
     }
   } while (!slot.state.compare_exchange_weak(state, state + 1, kAcqRel, kAcquire));
@@ -266,13 +270,13 @@ void* EventPath::startP2p(CommMonitor& comm, const P2pEvent& e) {
   const MetricsSettings& s = comm.settings();
   // A group is sampled whole (its ticket counts the opening thread's groups), or its exchange
   // could never be complete; an operation outside a group by the communicator's count.
-  const uint64_t ticket = detail::GroupTable::ticketOf(e.group);
+  const uint64_t ticket = detail::GroupTable::sequenceOf(e.group, e.operation);
   const uint64_t sequence = ticket != 0 ? ticket : comm.seen(TaskKind::P2p);
   if (s.sample > 1 && sequence % s.sample != 0) {
     comm.count(Skip::SampledOut, TaskKind::P2p);
     return nullptr;
   }
-  const uint32_t group = groups_.join(e.group, comm);
+  const uint32_t group = groups_.join(e.group, e.operation, comm);
   Skip skip = Skip::Count;
   if (bytes == 0 || bytes < s.minBytes) {
     skip = Skip::BelowMinBytes;
@@ -400,7 +404,8 @@ void EventPath::complete(Slot& slot) {
   for (unsigned lane = 0; lane < n; ++lane) {
     const uint64_t w = slot.lanes[lane].load(kRelaxed);
     if ((w & kTimed) == 0) {
-      comm->count(Skip::Untimed, slot.kind);
+      const bool abandoned = (slot.task.load(kRelaxed) & kTaskAbandoned) != 0;
+      comm->count(abandoned ? Skip::Abandoned : Skip::Untimed, slot.kind);
       if (slot.group != detail::GroupTable::kNone) groups_.spoil(slot.group);
       return;
     }
@@ -449,6 +454,53 @@ void EventPath::stop(void* handle) {
     if ((w & kPhaseMask) != kStarted) return;  // stopped twice: the reference went with the first
   } while (!word.compare_exchange_weak(w, (w & ~kPhaseMask) | kStopped, kAcqRel, kAcquire));
   release(slot, h.index);
+}
+
+uint32_t EventPath::abandon(const CommMonitor& comm) {
+  Slot* slots = slots_.load(kAcquire);
+  if (slots == nullptr) return 0;
+  uint32_t abandoned = 0;
+  const uint32_t n = fresh_.load(kAcquire);
+  for (uint32_t i = 0; i < n; ++i) {
+    Slot& slot = slots[i];
+    if (slot.comm.load(kAcquire) != &comm) continue;  // a hint, checked again once pinned
+    const uint64_t state = slot.state.load(kAcquire);
+    const uint32_t generation = generationOf(state);
+    if ((state & kReferenceMask) == 0 || !pin(slot, generation, /*countStale=*/false)) continue;
+    // Pinned: the slot holds this generation's task until the pin is let go of, and the task
+    // holds `comm` (published before the handle), so this look is the task's own.
+    if (slot.comm.load(kAcquire) != &comm) {
+      release(slot, i);
+      continue;
+    }
+    uint32_t references = 0;
+    uint32_t task = slot.task.load(kAcquire);
+    while ((task & kGenerationMask) == generation && (task & kTaskAbandoned) == 0) {
+      if (slot.task.compare_exchange_weak(task, task | kTaskStopped | kTaskAbandoned, kAcqRel,
+                                          kAcquire)) {
+        if ((task & kTaskStopped) == 0) ++references;  // NCCL never stopped the task event
+        ++abandoned;
+        break;
+      }
+    }
+    const uint64_t tag = laneTag(generation);
+    const unsigned lanes = std::min(slot.nChannels.load(kRelaxed), kMaxChannels);
+    for (unsigned lane = 0; lane < lanes; ++lane) {
+      std::atomic<uint64_t>& word = slot.lanes[lane];
+      uint64_t w = word.load(kAcquire);
+      // Armed (no channel came) or started (its stop never came): the lane's reference is ours.
+      while ((w & kTagMask) == tag &&
+             ((w & kPhaseMask) == kArmed || (w & kPhaseMask) == kStarted)) {
+        if (word.compare_exchange_weak(w, (w & ~kPhaseMask) | kStopped, kAcqRel, kAcquire)) {
+          ++references;
+          break;
+        }
+      }
+    }
+    for (uint32_t r = 0; r < references; ++r) release(slot, i);
+    release(slot, i);  // the pin: the last reference completes the task (Skip::Abandoned)
+  }
+  return abandoned;
 }
 
 }  // namespace pilot::metrics

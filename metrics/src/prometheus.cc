@@ -304,14 +304,32 @@ void renderProcess(std::string* out, const ProcessReport& p) {
   }
   {
     Family f(out, "nccl_pilot_profiler_orphan_events_total", "counter",
-             "Kernel events whose parent was not a collective of ours: foreign (another "
-             "process's or not ours at all) or stale (its collective already completed)");
+             "Events that matched no work of ours: kernel events whose parent was foreign "
+             "(another process's or not ours at all) or stale (its task already completed or "
+             "was let go of at its communicator's finalize), and groups whose stop never came "
+             "(group_left_open: closed at their thread's next group, or after it exited)");
     f.sample("nccl_pilot_profiler_orphan_events_total",
              labelText({{"node", p.node}, {"reason", "foreign"}}),
              number(p.orphans[static_cast<int>(Orphan::Foreign)]));
     f.sample("nccl_pilot_profiler_orphan_events_total",
              labelText({{"node", p.node}, {"reason", "stale"}}),
              number(p.orphans[static_cast<int>(Orphan::Stale)]));
+    f.sample("nccl_pilot_profiler_orphan_events_total",
+             labelText({{"node", p.node}, {"reason", "group_left_open"}}),
+             number(p.orphans[static_cast<int>(Orphan::GroupLeftOpen)]));
+  }
+  {
+    Family f(out, "nccl_pilot_profiler_communicators", "gauge",
+             "Communicators measured now (their series are in this file until their finalize)");
+    f.sample("nccl_pilot_profiler_communicators", labelText({{"node", p.node}}),
+             number(p.communicators.live));
+  }
+  {
+    Family f(out, "nccl_pilot_profiler_communicators_finished_total", "counter",
+             "Communicators finalized since the process started (the summary keeps their "
+             "figures, folded per name and shape)");
+    f.sample("nccl_pilot_profiler_communicators_finished_total", labelText({{"node", p.node}}),
+             number(p.communicators.finished));
   }
   {
     Family f(out, "nccl_pilot_profiler_slots", "gauge",

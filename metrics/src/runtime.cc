@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -26,6 +27,14 @@ struct MetricsRuntime::Exporter {
   std::thread thread;
   int wake[2] = {-1, -1};
   std::unique_ptr<detail::HttpEndpoint> http;
+  std::atomic<bool> closed{false};    // a communicator was finalized: write soon
+  std::atomic<bool> stopping{false};  // leave the loop (writing once more if finalExport)
+  std::atomic<bool> finalExport{false};
+  void wakeUp() {
+    const char byte = 1;
+    while (::write(wake[1], &byte, 1) < 0 && errno == EINTR) {
+    }
+  }
   ~Exporter() {
     for (int fd : wake)
       if (fd >= 0) ::close(fd);
@@ -63,11 +72,21 @@ std::string microseconds(double ns) {
 
 }  // namespace
 
-MetricsRuntime::MetricsRuntime(EnvLookup env) : env_(env), tables_(std::move(env)) {}
+MetricsRuntime::Comm::~Comm() {
+  if (monitor != nullptr) monitor->release();
+}
+
+MetricsRuntime::MetricsRuntime(EnvLookup env, bool abandonAtFinalize)
+    : env_(env), abandonAtFinalize_(abandonAtFinalize), tables_(std::move(env)) {}
 
 MetricsRuntime::~MetricsRuntime() {
-  // At exit NCCL's threads may still deliver events: stop our thread, free nothing they use.
-  stopExporter(/*evenWithComms=*/true);
+  // At exit NCCL's threads may still deliver events: stop our thread, free nothing they use
+  // (the communicators' monitors are left to the process).
+  stopExporter(/*evenWithComms=*/true, /*finalExport=*/false);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto* list : {&comms_, &closing_}) {
+    for (const std::shared_ptr<Comm>& c : *list) c->monitor = nullptr;
+  }
 }
 
 MetricsRuntime& MetricsRuntime::process() {
@@ -108,59 +127,81 @@ bool MetricsRuntime::enabled(Logger& log) {
 
 CommMonitor* MetricsRuntime::open(CommIdentity identity, std::unique_ptr<Logger> logger) {
   if (!logger) logger = std::make_unique<NullLogger>();
-  std::lock_guard<std::mutex> lock(mutex_);
-  const MetricsSettings& s = loadSettings(*logger);
-  if (!s.enabled) return nullptr;
-  if (!EventPath::process().reserve()) {
-    PILOT_LOG(*logger, Warn, kFlags, "no memory for in-flight collectives; not measured");
-    return nullptr;
-  }
-  identity.name = detail::printableName(identity.name.c_str());
-  if (identity.gpu.empty()) identity.gpu = detail::currentGpu();
-  tuner::ContextParams params;
-  params.nRanks = static_cast<uint64_t>(std::max(identity.nRanks, 1));
-  params.nNodes = static_cast<uint64_t>(std::max(identity.nNodes, 1));
-  params.facts = identity.facts;
-  auto table = tables_.compiledFor(params, nullLogger());
-  const std::string source = table.compiled
-                                 ? std::to_string(table.compiled->ruleCount()) + " rules of " +
-                                       table.table->source + " apply to this communicator"
-                                 : std::string("no tuning table: every decision is NCCL's");
-  auto comm = std::make_unique<Comm>();
-  comm->monitor = new CommMonitor(identity, s, std::move(table));
-  comm->logger = std::move(logger);
-  comm->previous.resize(CommMonitor::kMaxKeys + 1);
-  PILOT_LOG(*comm->logger, Info, kFlags, "comm %s rank %d of %d (%s): measuring; %s",
-            commIdText(identity.commId).c_str(), identity.rank, identity.nRanks,
-            identity.name.empty() ? "unnamed" : identity.name.c_str(), source.c_str());
-  CommMonitor* monitor = comm->monitor;
-  Logger& log = *comm->logger;
-  const bool first = comms_.empty();
-  comms_.push_back(std::move(comm));
-  if (first && !s.dir.empty()) {
-    if (Status made = makeDirectories(s.dir); !made.ok()) {
-      PILOT_LOG(log, Warn, kFlags, "%s; no metrics files", made.error().c_str());
+  bool first = false;
+  CommMonitor* monitor = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const MetricsSettings& s = loadSettings(*logger);
+    if (!s.enabled) return nullptr;
+    if (!EventPath::process().reserve()) {
+      PILOT_LOG(*logger, Warn, kFlags, "no memory for in-flight collectives; not measured");
+      return nullptr;
     }
+    identity.name = detail::printableName(identity.name.c_str());
+    if (identity.gpu.empty()) identity.gpu = detail::currentGpu();
+    tuner::ContextParams params;
+    params.nRanks = static_cast<uint64_t>(std::max(identity.nRanks, 1));
+    params.nNodes = static_cast<uint64_t>(std::max(identity.nNodes, 1));
+    params.facts = identity.facts;
+    auto table = tables_.compiledFor(params, nullLogger());
+    const std::string source = table.compiled
+                                   ? std::to_string(table.compiled->ruleCount()) + " rules of " +
+                                         table.table->source + " apply to this communicator"
+                                   : std::string("no tuning table: every decision is NCCL's");
+    auto comm = std::make_shared<Comm>();
+    comm->monitor = new CommMonitor(identity, s, std::move(table));
+    comm->logger = std::move(logger);
+    PILOT_LOG(*comm->logger, Info, kFlags, "comm %s rank %d of %d (%s): measuring; %s",
+              commIdText(identity.commId).c_str(), identity.rank, identity.nRanks,
+              identity.name.empty() ? "unnamed" : identity.name.c_str(), source.c_str());
+    monitor = comm->monitor;
+    Logger& log = *comm->logger;
+    first = comms_.empty() && closing_.empty();
+    comms_.push_back(std::move(comm));
+    if (first && !s.dir.empty()) {
+      if (Status made = makeDirectories(s.dir); !made.ok()) {
+        PILOT_LOG(log, Warn, kFlags, "%s; no metrics files", made.error().c_str());
+      }
+    }
+    if (!exporter_) startExporter(log);
   }
-  if (!exporter_) startExporter(log);
-  if (first) exportLocked(nullptr);  // the files exist from the first communicator on
+  if (first) exportNow();  // the files exist from the first communicator on
   return monitor;
 }
 
 void MetricsRuntime::close(CommMonitor* monitor) {
   if (monitor == nullptr) return;
-  bool last = false;
+  std::shared_ptr<Comm> comm;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = std::find_if(comms_.begin(), comms_.end(),
-                           [&](const std::unique_ptr<Comm>& c) { return c->monitor == monitor; });
+                           [&](const std::shared_ptr<Comm>& c) { return c->monitor == monitor; });
     if (it == comms_.end()) return;
-    exportLocked(it->get());
+    comm = *it;
+    comm->monitor = nullptr;  // its reference is this function's now
     comms_.erase(it);
-    last = comms_.empty();
   }
+  // Its last figures, read here (a constant amount of work: its keys and samples) so that the
+  // monitor goes at once; they count what abandon() let go of.
+  if (abandonAtFinalize_) EventPath::process().abandon(*monitor);
+  comm->final = std::make_unique<CommReport>(snapshotOf(*monitor, /*finalized=*/true));
   monitor->release();
-  if (last) stopExporter(/*evenWithComms=*/false);
+  bool last = false, exporting = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_.push_back(std::move(comm));
+    last = comms_.empty();
+    if (exporter_ && !last) {
+      exporter_->closed.store(true, std::memory_order_release);
+      exporter_->wakeUp();
+      exporting = true;
+    }
+  }
+  if (last) {
+    stopExporter(/*evenWithComms=*/false, /*finalExport=*/true);
+  } else if (!exporting) {
+    exportNow();  // no exporter thread: write here
+  }
 }
 
 void MetricsRuntime::startExporter(Logger& log) {
@@ -187,46 +228,73 @@ void MetricsRuntime::startExporter(Logger& log) {
   exporter_ = std::move(exporter);
 }
 
-void MetricsRuntime::stopExporter(bool evenWithComms) {
+void MetricsRuntime::stopExporter(bool evenWithComms, bool finalExport) {
   std::unique_ptr<Exporter> exporter;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!evenWithComms && !comms_.empty()) return;  // a communicator opened meanwhile
+    if (!evenWithComms && !comms_.empty()) {
+      // A communicator opened meanwhile: the thread goes on and writes the closed one soon.
+      if (exporter_) {
+        exporter_->closed.store(true, std::memory_order_release);
+        exporter_->wakeUp();
+      }
+      return;
+    }
     exporter = std::move(exporter_);
     httpPort_ = 0;
   }
-  if (!exporter) return;
-  const char stop = 1;
-  while (::write(exporter->wake[1], &stop, 1) < 0 && errno == EINTR) {
+  if (!exporter) {
+    if (finalExport) exportNow();
+    return;
   }
+  exporter->finalExport.store(finalExport, std::memory_order_relaxed);
+  exporter->stopping.store(true, std::memory_order_release);
+  exporter->wakeUp();
   if (exporter->thread.joinable()) exporter->thread.join();
 }
 
 void MetricsRuntime::exporterLoop(Exporter& exporter) {
   using Clock = std::chrono::steady_clock;
   const auto interval = std::chrono::seconds(settings_->intervalSeconds);
+  const auto closeDelay = std::chrono::milliseconds(kCloseExportDelayMs);
   auto next = Clock::now() + interval;
+  auto last = Clock::now();
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+    auto due = next;
+    if (exporter.closed.load(std::memory_order_acquire)) due = std::min(due, last + closeDelay);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now());
     pollfd fds[2] = {{exporter.wake[0], POLLIN, 0}, {-1, POLLIN, 0}};
     if (exporter.http) fds[1].fd = exporter.http->fd();
     const int n =
         ::poll(fds, exporter.http ? 2 : 1, static_cast<int>(std::max<int64_t>(0, left.count())));
     if (n < 0 && errno != EINTR) return;
-    if (fds[0].revents != 0) return;
+    if (fds[0].revents != 0) {
+      char drain[64];
+      while (::read(exporter.wake[0], drain, sizeof drain) > 0) {
+      }
+      if (exporter.stopping.load(std::memory_order_acquire)) {
+        if (exporter.finalExport.load(std::memory_order_relaxed)) exportNow();
+        return;
+      }
+    }
     if (exporter.http && (fds[1].revents & POLLIN)) {
       exporter.http->serveOne([this] { return lastTextfile(); });
     }
-    if (Clock::now() >= next) {
+    const auto now = Clock::now();
+    const bool closed = exporter.closed.load(std::memory_order_acquire) && now >= last + closeDelay;
+    if (closed || now >= next) {
+      exporter.closed.store(false, std::memory_order_release);
       exportNow();
-      next += interval;
-      if (next < Clock::now()) next = Clock::now() + interval;
+      last = now;
+      if (now >= next) {
+        next += interval;
+        if (next < now) next = now + interval;
+      }
     }
   }
 }
 
-CommReport MetricsRuntime::reportOf(Comm& comm, bool finalized) {
-  CommMonitor& m = *comm.monitor;
+CommReport MetricsRuntime::snapshotOf(const CommMonitor& m, bool finalized) {
   CommReport r;
   r.identity = m.identity();
   r.finalized = finalized;
@@ -247,14 +315,12 @@ CommReport MetricsRuntime::reportOf(Comm& comm, bool finalized) {
     KeyReport k;
     k.fields = v.fields;
     k.other = v.other;
+    k.index = v.index;
     if (!v.other) {
       k.decision = m.decisionLabel(v.fields.decision);
       k.band = m.decisionBand(v.fields.decision);
     }
     k.total = v.totals;
-    KeyTotals& previous = comm.previous[v.index];
-    k.interval = v.totals.since(previous);
-    previous = v.totals;
     r.keys.push_back(std::move(k));
   }
   r.samples = m.samples().snapshot();
@@ -268,11 +334,20 @@ CommReport MetricsRuntime::reportOf(Comm& comm, bool finalized) {
   return r;
 }
 
+void MetricsRuntime::addIntervals(Comm& comm, CommReport& r) {
+  for (KeyReport& k : r.keys) {
+    if (k.index >= comm.previous.size()) comm.previous.resize(k.index + 1);
+    KeyTotals& previous = comm.previous[k.index];
+    k.interval = k.total.since(previous);
+    previous = k.total;
+  }
+}
+
 void MetricsRuntime::warnDrift(Comm& comm, const CommReport& report) {
   struct Band {
     uint64_t calls = 0, liveNs = 0;
     double expectedNs = 0;
-    std::string operations;
+    std::string operations, label, range;
   };
   std::map<uint16_t, Band> bands;
   for (const KeyReport& k : report.keys) {
@@ -280,6 +355,8 @@ void MetricsRuntime::warnDrift(Comm& comm, const CommReport& report) {
       continue;
     }
     Band& b = bands[k.fields.decision];
+    b.label = k.decision;
+    b.range = k.band;
     b.calls += k.total.expectedCalls;
     b.liveNs += k.total.expectedLiveNs;
     b.expectedNs += k.total.expectedNs;
@@ -300,63 +377,98 @@ void MetricsRuntime::warnDrift(Comm& comm, const CommReport& report) {
               "drift: comm %s rank %d %s under %s (%s): live bus bandwidth is %s of the "
               "calibrated one over %llu calls (%s us per call, %s us expected); the table may "
               "no longer fit this machine (re-run nccl-pilot fit)",
-              commIdText(id.commId).c_str(), id.rank, b.operations.c_str(),
-              comm.monitor->decisionLabel(decision).c_str(),
-              comm.monitor->decisionBand(decision).c_str(), percent(ratio).c_str(),
-              static_cast<unsigned long long>(b.calls),
+              commIdText(id.commId).c_str(), id.rank, b.operations.c_str(), b.label.c_str(),
+              b.range.c_str(), percent(ratio).c_str(), static_cast<unsigned long long>(b.calls),
               microseconds(static_cast<double>(b.liveNs) / calls).c_str(),
               microseconds(b.expectedNs / calls).c_str());
   }
 }
 
-void MetricsRuntime::exportLocked(const Comm* closing) {
+void MetricsRuntime::exportNow() {
+  std::lock_guard<std::mutex> exportLock(exportMutex_);
+  struct Live {
+    std::shared_ptr<Comm> comm;
+    CommMonitor* monitor;  // retained: a finalize may let go of the communicator's meanwhile
+  };
+  std::vector<Live> live;
+  std::vector<std::shared_ptr<Comm>> closing;
+  std::string node;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!settings_ || !settings_->enabled) return;
+    live.reserve(comms_.size());
+    for (const std::shared_ptr<Comm>& c : comms_) {
+      c->monitor->retain();
+      live.push_back({c, c->monitor});
+    }
+    closing.swap(closing_);
+    node = node_;
+  }
+  const MetricsSettings& s = *settings_;  // set once, before any communicator
+  EventPath& events = EventPath::process();
+  events.sweepGroups();
   ProcessReport p;
-  p.node = node_;
-  p.slurmJobId = settings_->slurmJobId;
+  p.node = node;
+  p.slurmJobId = s.slurmJobId;
   p.version = kVersion;
   p.pid = static_cast<long>(::getpid());
-  EventPath& events = EventPath::process();
-  for (int o = 0; o < static_cast<int>(Orphan::Count); ++o) {
-    p.orphans[o] = events.orphans(static_cast<Orphan>(o));
-  }
   p.slots = events.capacity();
   p.slotsInUse = events.slotsInUse();
   p.groupsInUse = events.groupsInUse();
-  ProcessReport summary = p;
-  for (auto& comm : comms_) {
-    const bool isClosing = comm.get() == closing;
-    CommReport r = reportOf(*comm, isClosing);
+  for (int o = 0; o < static_cast<int>(Orphan::Count); ++o) {
+    p.orphans[o] = events.orphans(static_cast<Orphan>(o));
+  }
+  // A finalized communicator's last figures go into this textfile (up to kMaxClosedInTextfile
+  // of them: finalizes faster than exports go to the summary alone), then into its record.
+  for (const auto& comm : closing) {
+    CommReport& r = *comm->final;
+    addIntervals(*comm, r);
     warnDrift(*comm, r);
-    if (isClosing) {
-      if (finished_.size() == kMaxFinishedComms) finished_.erase(finished_.begin());
-      finished_.push_back(r);
-    } else {
-      summary.comms.push_back(r);
-    }
+    finished_.add(r, p);
+    if (p.comms.size() < kMaxClosedInTextfile) p.comms.push_back(std::move(r));
+  }
+  const auto closedReports = static_cast<std::ptrdiff_t>(p.comms.size());
+  for (const Live& l : live) {
+    CommReport r = snapshotOf(*l.monitor, /*finalized=*/false);
+    l.monitor->release();
+    addIntervals(*l.comm, r);
+    warnDrift(*l.comm, r);
     p.comms.push_back(std::move(r));
   }
-  summary.comms.insert(summary.comms.begin(), finished_.begin(), finished_.end());
-  textfile_ = renderTextfile(p);
-  const MetricsSettings& s = *settings_;
-  if (s.dir.empty()) return;
-  const std::string stem = fileStem(s.dir, node_);
-  Status wrote = writeFileAtomically(stem + ".prom", textfile_);
-  if (wrote.ok()) wrote = writeFileAtomically(stem + ".jsonl", renderSummary(summary));
-  if (!wrote.ok() && !writeWarned_ && !comms_.empty()) {
-    writeWarned_ = true;
-    PILOT_LOG(*comms_.front()->logger, Warn, kFlags, "%s; later failures are not logged",
-              wrote.error().c_str());
+  p.communicators = finished_.counts();
+  p.communicators.live = live.size();
+  std::string textfile = renderTextfile(p);
+  // The summary: the process line, the live communicators, then the finished records' text.
+  p.comms.erase(p.comms.begin(), p.comms.begin() + closedReports);
+  std::string summaryText = renderSummary(p);
+  finished_.appendSummary(&summaryText);
+  if (!s.dir.empty()) {
+    const std::string stem = fileStem(s.dir, node);
+    Status wrote = writeFileAtomically(stem + ".prom", textfile);
+    if (wrote.ok()) wrote = writeFileAtomically(stem + ".jsonl", summaryText);
+    Comm* any = !live.empty()      ? live.front().comm.get()
+                : !closing.empty() ? closing.front().get()
+                                   : nullptr;
+    if (!wrote.ok() && !writeWarned_ && any != nullptr) {
+      writeWarned_ = true;
+      PILOT_LOG(*any->logger, Warn, kFlags, "%s; later failures are not logged",
+                wrote.error().c_str());
+    }
   }
-}
-
-void MetricsRuntime::exportNow() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (settings_ && settings_->enabled) exportLocked(nullptr);
+  std::lock_guard<std::mutex> lock(textfileMutex_);
+  textfile_.swap(textfile);
 }
 
 std::string MetricsRuntime::lastTextfile() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(textfileMutex_);
   return textfile_;
+}
+
+std::vector<CommReport> MetricsRuntime::finishedRecords() {
+  std::lock_guard<std::mutex> lock(exportMutex_);
+  std::vector<CommReport> out;
+  for (const CommReport* r : finished_.records()) out.push_back(*r);
+  return out;
 }
 
 std::string MetricsRuntime::textfilePath() {

@@ -190,45 +190,59 @@ std::string renderSummary(const ProcessReport& p) {
   field(&out, "slots", num(static_cast<uint64_t>(p.slots)));
   field(&out, "orphans",
         "{\"foreign\":" + num(p.orphans[static_cast<int>(Orphan::Foreign)]) +
-            ",\"stale\":" + num(p.orphans[static_cast<int>(Orphan::Stale)]) + "}");
+            ",\"stale\":" + num(p.orphans[static_cast<int>(Orphan::Stale)]) +
+            ",\"group_left_open\":" + num(p.orphans[static_cast<int>(Orphan::GroupLeftOpen)]) +
+            "}");
   field(&out, "groups_in_use", num(static_cast<uint64_t>(p.groupsInUse)));
+  const CommCounts& n = p.communicators;
+  field(&out, "communicators",
+        "{\"live\":" + num(n.live) + ",\"finished\":" + num(n.finished) +
+            ",\"records\":" + num(n.records) + ",\"dropped\":" + num(n.dropped) +
+            ",\"dropped_calls\":" + num(n.droppedCalls) + "}");
   out += "}\n";
-  for (const CommReport& c : p.comms) {
-    out += '{';
-    field(&out, "kind", "\"communicator\"");
-    field(&out, "comm", commId(c));
-    field(&out, "comm_name", jsonString(c.identity.name));
-    field(&out, "rank", std::to_string(c.identity.rank));
-    field(&out, "nranks", std::to_string(c.identity.nRanks));
-    field(&out, "n_nodes", std::to_string(c.identity.nNodes));
-    field(&out, "gpu", jsonString(c.identity.gpu.empty() ? "unknown" : c.identity.gpu));
-    field(&out, "node", jsonString(p.node));
-    field(&out, "pid", std::to_string(p.pid));
-    field(&out, "abi", std::to_string(c.identity.abiVersion));
-    field(&out, "finalized", c.finalized ? "true" : "false");
-    field(&out, "seen", num(c.collectives.seen));
-    field(&out, "measured", num(c.collectives.measured));
-    field(&out, "skipped", skippedObject(c.collectives));
-    field(&out, "calibration_overflow", num(c.samplesOverflow));
-    std::string groups = "{";
-    for (int g = 0; g < static_cast<int>(GroupOutcome::Count); ++g) {
-      if (g > 0) groups += ',';
-      groups += jsonString(groupOutcomeName(static_cast<GroupOutcome>(g))) + ":" + num(c.groups[g]);
-    }
-    groups += '}';
-    field(&out, "p2p",
-          "{\"seen\":" + num(c.p2p.seen) + ",\"measured\":" + num(c.p2p.measured) +
-              ",\"skipped\":" + skippedObject(c.p2p) +
-              ",\"peers\":{\"Send\":" + num(static_cast<uint64_t>(c.peersSentTo)) + ",\"Recv\":" +
-              num(static_cast<uint64_t>(c.peersReceivedFrom)) + "},\"groups\":" + groups + "}");
-    out += "}\n";
-    for (const KeyReport& k : c.keys) keyLine(&out, p, c, k);
-    for (size_t i = 0; i < c.samples.size(); ++i) {
-      calibrationLine(&out, p, c, c.samples[i],
-                      i < c.sampleDecisions.size() ? c.sampleDecisions[i] : "NCCL");
-    }
-  }
+  for (const CommReport& c : p.comms) appendCommunicator(&out, p, c);
   return out;
+}
+
+void appendCommunicator(std::string* out, const ProcessReport& p, const CommReport& c) {
+  *out += '{';
+  field(out, "kind", "\"communicator\"");
+  field(out, "comm", commId(c));
+  field(out, "comm_name", jsonString(c.identity.name));
+  field(out, "rank", std::to_string(c.identity.rank));
+  field(out, "nranks", std::to_string(c.identity.nRanks));
+  field(out, "n_nodes", std::to_string(c.identity.nNodes));
+  field(out, "gpu", jsonString(c.identity.gpu.empty() ? "unknown" : c.identity.gpu));
+  field(out, "node", jsonString(p.node));
+  field(out, "pid", std::to_string(p.pid));
+  field(out, "abi", std::to_string(c.identity.abiVersion));
+  field(out, "finalized", c.finalized ? "true" : "false");
+  if (c.folded > 0) {
+    field(out, "folded", num(c.folded));
+    field(out, "first_comm", jsonString(commIdText(c.firstCommId)));
+    field(out, "last_comm", jsonString(commIdText(c.lastCommId)));
+  }
+  field(out, "seen", num(c.collectives.seen));
+  field(out, "measured", num(c.collectives.measured));
+  field(out, "skipped", skippedObject(c.collectives));
+  field(out, "calibration_overflow", num(c.samplesOverflow));
+  std::string groups = "{";
+  for (int g = 0; g < static_cast<int>(GroupOutcome::Count); ++g) {
+    if (g > 0) groups += ',';
+    groups += jsonString(groupOutcomeName(static_cast<GroupOutcome>(g))) + ":" + num(c.groups[g]);
+  }
+  groups += '}';
+  field(out, "p2p",
+        "{\"seen\":" + num(c.p2p.seen) + ",\"measured\":" + num(c.p2p.measured) +
+            ",\"skipped\":" + skippedObject(c.p2p) +
+            ",\"peers\":{\"Send\":" + num(static_cast<uint64_t>(c.peersSentTo)) + ",\"Recv\":" +
+            num(static_cast<uint64_t>(c.peersReceivedFrom)) + "},\"groups\":" + groups + "}");
+  *out += "}\n";
+  for (const KeyReport& k : c.keys) keyLine(out, p, c, k);
+  for (size_t i = 0; i < c.samples.size(); ++i) {
+    calibrationLine(out, p, c, c.samples[i],
+                    i < c.sampleDecisions.size() ? c.sampleDecisions[i] : "NCCL");
+  }
 }
 
 }  // namespace pilot::metrics

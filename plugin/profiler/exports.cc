@@ -97,13 +97,20 @@ void noteCapture(CommMonitor& comm, const Descr& d) {
 }
 
 /// The group a P2p event belongs to: v4 (and NCCL's v4 shim) pass it as the parent, v5 and v6
-/// in p2p.parentGroup (their parent is the P2pApi event).
+/// in p2p.parentGroup (their parent is the P2pApi event, which names the user's group).
 void* p2pGroup(const ncclProfilerEventDescr_v4_t& d) {
   return d.parentObj;
 }
 template <typename Descr>
 void* p2pGroup(const Descr& d) {
   return d.p2p.parentGroup;
+}
+void* p2pOperation(const ncclProfilerEventDescr_v4_t&) {
+  return nullptr;  // v4 sends no API events
+}
+template <typename Descr>
+void* p2pOperation(const Descr& d) {
+  return d.parentObj;
 }
 
 /// v4, v5 and v6 share the coll, p2p and kernelCh fields we read; the type width and where the
@@ -133,17 +140,23 @@ ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
       e.peer = d->p2p.peer;
       e.nChannels = d->p2p.nChannels;
       e.group = p2pGroup(*d);
+      e.operation = p2pOperation(*d);
       *eHandle = EventPath::process().startP2p(*static_cast<CommMonitor*>(context), e);
     } else if (type == ncclProfileGroup) {
       *eHandle = EventPath::process().startGroup(*static_cast<CommMonitor*>(context));
+    } else if (type == ncclProfileGroupApi) {
+      // The user's group, however many kernel plans NCCL cuts it into (group_table.h).
+      *eHandle = EventPath::process().startGroupApi(*static_cast<CommMonitor*>(context));
+    } else if (type == ncclProfileP2pApi) {
+      *eHandle = EventPath::startP2pApi(d->parentObj);
     } else if (type == ncclProfileCollApi) {
       noteCapture(*static_cast<CommMonitor*>(context), *d);
     } else if (type == ncclProfileKernelCh) {
       *eHandle = EventPath::process().startKernelChannel(d->parentObj, d->kernelCh.channelId,
                                                          d->kernelCh.pTimer);
     }
-    // Everything else (the API parents NCCL sends along, and what we never ask for) gets no
-    // handle, so NCCL sends nothing more about it.
+    // Everything else (a CollApi, and what we never ask for) gets no handle, so NCCL sends
+    // nothing more about it.
     return ncclSuccess;
   });
 }

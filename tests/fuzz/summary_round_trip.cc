@@ -77,6 +77,11 @@ CommReport comm(FuzzedDataProvider& in) {
                       ? ""
                       : std::string(64, "0123456789abcdef"[in.ConsumeIntegral<uint8_t>() % 16]);
   c.finalized = in.ConsumeBool();
+  if (c.finalized && in.ConsumeBool()) {  // a record of finished communicators, folded
+    c.folded = in.ConsumeIntegralInRange<uint64_t>(1, uint64_t{1} << 40);
+    c.firstCommId = in.ConsumeIntegral<uint64_t>();
+    c.lastCommId = in.ConsumeIntegral<uint64_t>();
+  }
   for (TaskCounts* t : {&c.collectives, &c.p2p}) {
     t->seen = in.ConsumeIntegral<uint64_t>();
     t->measured = in.ConsumeIntegral<uint64_t>();
@@ -231,7 +236,7 @@ void checkMonitor(const ProcessReport& p, const std::string& text) {
     if (r.comm != commIdText(c.identity.commId) || r.commName != c.identity.name ||
         r.node != p.node || r.gpu != c.identity.gpu || r.rank != c.identity.rank ||
         r.nRanks != c.identity.nRanks || r.nNodes != c.identity.nNodes ||
-        r.finalized != c.finalized || r.seen != c.collectives.seen ||
+        r.finalized != c.finalized || r.folded != c.folded || r.seen != c.collectives.seen ||
         r.measured != c.collectives.measured)
       die("monitor read communicator " + r.comm + " otherwise");
     for (const KeyReport& k : c.keys) checkCollective(s->collectives[at++], c, k, p.node);

@@ -47,21 +47,26 @@ inline void removeDir(const std::string& dir) {
 
 /// Files in `dir` ending in `suffix`.
 inline std::vector<std::string> filesEnding(const std::string& dir, const std::string& suffix) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.size() > suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      out.push_back(dir + "/" + name);
-    }
-  }
-  closedir(d);
-  return out;
+  return filesIn(dir, suffix);
 }
 
 inline void expectPromtoolAccepts(const std::string& file);
+
+/// After a finalize that was not the process's last: the exporter writes its last figures soon
+/// after (MetricsRuntime::kCloseExportDelayMs), not before the finalize returns. Waits until the
+/// textfile in `dir` no longer reads `before` (up to 5 s).
+inline void waitForExport(const std::string& dir, const std::string& before) {
+  for (int i = 0; i < 500; ++i) {
+    auto files = filesEnding(dir, ".prom");
+    if (files.size() == 1 && readWholeFile(files[0]) != before) return;
+    usleep(10'000);
+  }
+  ADD_FAILURE() << "no export within 5 s";
+}
+inline std::string textfileText(const std::string& dir) {
+  auto files = filesEnding(dir, ".prom");
+  return files.size() == 1 ? readWholeFile(files[0]) : std::string();
+}
 
 /// The one textfile the process wrote into `dir`, parsed, after promtool checked it.
 inline Exposition textfileIn(const std::string& dir) {

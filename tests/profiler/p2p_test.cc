@@ -203,6 +203,40 @@ TEST_P(P2pAbi, GroupsThatMissAPeerAreNoAlltoAll) {
   });
 }
 
+TEST_P(P2pAbi, AnExchangeNcclCutIntoPlansIsOneAlltoAllFromV5) {
+  // Too much work for one plan (NCCL: about 254 work batches of up to 8 operations each), so
+  // NCCL launches the group as three plans, each with its own Group event; from v5 the
+  // GroupApi event and each operation's P2pApi tie them together. v4 (NCCL 2.27) sends nothing
+  // that does: each plan is judged on its own, and none reaches every peer.
+  const int abi = GetParam();
+  runInChild([abi] {
+    const std::string dir = scratchDir();
+    setEnv({{"NCCL_PILOT_METRICS_DIR", dir}});
+    Module m(PILOT_PROFILER_MODULE);
+    Comm comm(m, abi, 0xc07, "ep", 1, 8, 3);
+    const std::vector<P2p> ops = exchange({0, 1, 2, 4, 5, 6, 7}, kBase);
+    const std::vector<void*> handles = comm.enqueueGroup(ops, 3);
+    for (size_t i = 0; i < ops.size(); ++i) comm.kernels(handles[i], ops[i]);
+    comm.finalize();
+    Exposition e = textfileIn(dir);
+    const std::map<std::string, std::string> alltoall = {{"collective", "AlltoAll"},
+                                                         {"algo_proto", "P2P"}};
+    if (abi >= 5) {
+      EXPECT_EQ(e.at("nccl_pilot_p2p_groups_total", {{"outcome", "alltoall"}}), 1);
+      EXPECT_EQ(e.at("nccl_pilot_p2p_groups_total", {{"outcome", "partial"}}), 0);
+      EXPECT_EQ(e.at("nccl_pilot_collective_calls_total", alltoall), 1);
+      EXPECT_NEAR(e.at("nccl_pilot_collective_time_seconds_sum", alltoall), spanNs(ops) * 1e-9,
+                  1e-15);
+    } else {
+      EXPECT_EQ(e.at("nccl_pilot_p2p_groups_total", {{"outcome", "alltoall"}}), 0);
+      EXPECT_EQ(e.at("nccl_pilot_p2p_groups_total", {{"outcome", "partial"}}), 3);
+    }
+    EXPECT_EQ(e.at("nccl_pilot_profiler_p2p_events_total", {{"outcome", "measured"}}), 14);
+    EXPECT_EQ(e.at("nccl_pilot_profiler_groups_in_use"), 0);
+    removeDir(dir);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(V4toV6, P2pAbi, ::testing::Values(4, 5, 6),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "v" + std::to_string(i.param);

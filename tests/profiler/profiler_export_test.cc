@@ -249,6 +249,65 @@ TEST(ProfilerExport, TheSummaryHoldsEveryCommunicatorWithItsFinalFigures) {
   });
 }
 
+TEST(ProfilerExport, FinishedCommunicatorsFoldIntoOneRecordAndAnAbortGivesItsSlotsBack) {
+  // A weight-sync group rebuilt at every sync: each one finalized, the third torn down with a
+  // Broadcast whose kernels never report (an abort), which then report after the finalize.
+  runInChild([] {
+    const std::string dir = scratchDir();
+    setEnv({{"NCCL_PILOT_METRICS_DIR", dir}});
+    Module m(PILOT_PROFILER_MODULE);
+    Comm world(m, 5, 0x1, "world", 2, 8, 3);
+    void* late = nullptr;
+    Collective lateCall;
+    for (uint64_t sync = 0; sync < 4; ++sync) {
+      Comm c(m, 5, 0x500 + sync, "weight_sync", 2, 8, 3);
+      for (uint64_t seq = 0; seq < 3; ++seq) {
+        run(c, collective("Broadcast", 4 << 20, 4, 400'000 + 10'000 * sync, sync * 10 + seq));
+      }
+      if (sync == 2) {
+        lateCall = collective("Broadcast", 4 << 20, 4, 500'000, 99);
+        late = c.enqueue(lateCall);
+      }
+    }
+    world.kernels(late, lateCall);  // after its communicator's finalize: stale, nothing counts
+    world.finalize();
+    Exposition e = textfileIn(dir);
+    EXPECT_EQ(e.at("nccl_pilot_profiler_slots_in_use"), 0);
+    EXPECT_EQ(e.at("nccl_pilot_profiler_orphan_events_total", {{"reason", "stale"}}),
+              4);  // its channels
+    EXPECT_EQ(e.at("nccl_pilot_profiler_communicators_finished_total"), 5);
+    EXPECT_EQ(e.at("nccl_pilot_profiler_communicators"), 0);
+    auto files = filesEnding(dir, ".jsonl");
+    ASSERT_EQ(files.size(), 1u);
+    const std::string summary = readWholeFile(files[0]);
+    // One record for the four: 12 Broadcasts measured, the aborted one counted, times exact.
+    EXPECT_NE(summary.find("\"comm_name\":\"weight_sync\",\"rank\":3,\"nranks\":8,\"n_nodes\":2,"),
+              std::string::npos);
+    EXPECT_NE(summary.find("\"folded\":4,\"first_comm\":\"0x500\",\"last_comm\":\"0x503\","
+                           "\"seen\":13,\"measured\":12"),
+              std::string::npos)
+        << summary;
+    EXPECT_NE(summary.find("\"finalized_in_flight\":1}"), std::string::npos);
+    EXPECT_NE(summary.find("\"collective\":\"Broadcast\",\"message_size\":\"16-32MB\""),
+              std::string::npos);
+    EXPECT_NE(summary.find("\"calls\":12,\"bytes\":201326592,\"time_us\":{\"sum\":4980,"
+                           "\"min\":400,\"max\":430,"),
+              std::string::npos)
+        << summary;
+    EXPECT_NE(summary.find("\"communicators\":{\"live\":0,\"finished\":5,\"records\":2,"
+                           "\"dropped\":0,\"dropped_calls\":0}"),
+              std::string::npos)
+        << summary;
+    size_t records = 0;
+    for (size_t at = summary.find("\"kind\":\"communicator\""); at != std::string::npos;
+         at = summary.find("\"kind\":\"communicator\"", at + 1)) {
+      ++records;
+    }
+    EXPECT_EQ(records, 2u);
+    removeDir(dir);
+  });
+}
+
 TEST(ProfilerExport, CalibrationLinesKeepExactSizesAndTwoPercentBinsPerConfiguration) {
   runInChild([] {
     const std::string dir = scratchDir();

@@ -1,7 +1,9 @@
 #include "profiler_host.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -60,6 +62,21 @@ void Module::unload() {
   v4 = nullptr;
   v5 = nullptr;
   v6 = nullptr;
+}
+
+std::vector<std::string> filesIn(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      out.push_back(dir + "/" + name);
+    }
+  }
+  closedir(d);
+  return out;
 }
 
 std::vector<ChannelTimes> channelsTaking(int nChannels, uint64_t ns, uint64_t start, double step) {
@@ -266,7 +283,7 @@ void Comm::kernels(void* collHandle, const Collective& c) {
   }
 }
 
-std::vector<void*> Comm::enqueueGroup(const std::vector<P2p>& ops) {
+std::vector<void*> Comm::enqueueGroup(const std::vector<P2p>& ops, size_t plans) {
   std::vector<void*> handles(ops.size(), nullptr);
   if (mask_ == 0) return handles;
   void* groupApi = nullptr;
@@ -292,39 +309,43 @@ std::vector<void*> Comm::enqueueGroup(const std::vector<P2p>& ops) {
       stopRaw(apis[i]);  // NCCL keeps the (now stale) handle as the task's parent
     }
   }
-  void* group = startRaw(ncclProfileGroup, nullptr);
-  const bool tasks = abi_ >= 5 || group != nullptr;  // 2.27 starts none without a group handle
-  for (size_t i = 0; tasks && i < ops.size(); ++i) {
-    const P2p& op = ops[i];
-    if (abi_ == 4) {
-      ncclProfilerEventDescr_v4_t d;
-      std::memset(&d, 0, sizeof d);
-      d.type = ncclProfileP2p;
-      d.parentObj = group;
-      d.rank = rank_;
-      d.p2p.func = op.func.c_str();
-      d.p2p.count = op.count;
-      d.p2p.datatype = op.datatype.c_str();
-      d.p2p.peer = op.peer;
-      d.p2p.nChannels = static_cast<uint8_t>(op.channels.size());
-      handles[i] = start(d);
-    } else {
-      ncclProfilerEventDescr_v6_t d;
-      std::memset(&d, 0, sizeof d);
-      d.type = ncclProfileP2p;
-      d.parentObj = apis[i];
-      d.rank = rank_;
-      d.p2p.func = op.func.c_str();
-      d.p2p.count = op.count;
-      d.p2p.datatype = op.datatype.c_str();
-      d.p2p.peer = op.peer;
-      d.p2p.nChannels = static_cast<uint8_t>(op.channels.size());
-      d.p2p.parentGroup = group;
-      handles[i] = start(d);
+  plans = std::max<size_t>(1, std::min(plans, ops.size()));
+  for (size_t plan = 0; plan < plans; ++plan) {
+    const size_t first = ops.size() * plan / plans, last = ops.size() * (plan + 1) / plans;
+    void* group = startRaw(ncclProfileGroup, nullptr);
+    const bool tasks = abi_ >= 5 || group != nullptr;  // 2.27 starts none without a group handle
+    for (size_t i = first; tasks && i < last; ++i) {
+      const P2p& op = ops[i];
+      if (abi_ == 4) {
+        ncclProfilerEventDescr_v4_t d;
+        std::memset(&d, 0, sizeof d);
+        d.type = ncclProfileP2p;
+        d.parentObj = group;
+        d.rank = rank_;
+        d.p2p.func = op.func.c_str();
+        d.p2p.count = op.count;
+        d.p2p.datatype = op.datatype.c_str();
+        d.p2p.peer = op.peer;
+        d.p2p.nChannels = static_cast<uint8_t>(op.channels.size());
+        handles[i] = start(d);
+      } else {
+        ncclProfilerEventDescr_v6_t d;
+        std::memset(&d, 0, sizeof d);
+        d.type = ncclProfileP2p;
+        d.parentObj = apis[i];
+        d.rank = rank_;
+        d.p2p.func = op.func.c_str();
+        d.p2p.count = op.count;
+        d.p2p.datatype = op.datatype.c_str();
+        d.p2p.peer = op.peer;
+        d.p2p.nChannels = static_cast<uint8_t>(op.channels.size());
+        d.p2p.parentGroup = group;
+        handles[i] = start(d);
+      }
     }
+    for (size_t i = first; i < last; ++i) stopRaw(handles[i]);
+    stopRaw(group);
   }
-  for (void* h : handles) stopRaw(h);
-  stopRaw(group);
   stopRaw(groupApi);
   return handles;
 }

@@ -75,6 +75,9 @@ struct P2p {
   int firstChannel = 0;
 };
 
+/// The files in `dir` whose names end in `suffix`.
+std::vector<std::string> filesIn(const std::string& dir, const std::string& suffix);
+
 /// A collective's channels, each taking `ns` times (1 - step * channel), from `start` on:
 /// channel 0 is the longest, so the collective takes exactly `ns`.
 std::vector<ChannelTimes> channelsTaking(int nChannels, uint64_t ns, uint64_t start,
@@ -103,8 +106,11 @@ class Comm {
   /// The proxy side of one channel (nothing when the mask has no KernelCh).
   void kernelChannel(void* collHandle, int channel, const ChannelTimes& t);
   void kernels(void* collHandle, const Collective& c);
-  /// The host side of one group of Send/Recv operations (one kernel plan): each one's handle.
-  std::vector<void*> enqueueGroup(const std::vector<P2p>& ops);
+  /// The host side of one group of Send/Recv operations: each one's handle. NCCL runs it as
+  /// `plans` kernel plans (consecutive slices of `ops`, each its own Group event) when the work
+  /// does not fit one (src/enqueue.cc scheduleP2pTasksToPlan); [v5+] under one GroupApi event,
+  /// each operation's P2pApi its parent.
+  std::vector<void*> enqueueGroup(const std::vector<P2p>& ops, size_t plans = 1);
   void kernels(void* p2pHandle, const P2p& op);
   /// A raw startEvent with the given type and parent; returns the handle.
   void* startRaw(uint64_t type, void* parent, int channel = 0, uint64_t pTimer = 0, pid_t pid = 0);

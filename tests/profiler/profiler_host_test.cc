@@ -277,9 +277,11 @@ TEST(Profiler, SeveralCommunicatorsKeepTheirOwnFigures) {
     });
     proxyA.join();
     proxyC.join();
-    // The export at a finalize holds every communicator still open; the closed one's
-    // figures stay in the summary only.
+    // The export after a finalize holds every communicator still open and the closed one's
+    // last figures; later ones have them in the summary only.
+    const std::string before = textfileText(dir);
     a.finalize();
+    waitForExport(dir, before);
     Exposition e = textfileIn(dir);
     EXPECT_DOUBLE_EQ(e.at("nccl_collective_exec_time_microseconds", {{"comm_name", "tp"}}), 20.0);
     EXPECT_DOUBLE_EQ(e.at("nccl_collective_exec_time_microseconds", {{"comm_name", "dp"}}), 51.5);
@@ -288,7 +290,9 @@ TEST(Profiler, SeveralCommunicatorsKeepTheirOwnFigures) {
         e.at("nccl_pilot_collective_time_seconds_sum", {{"comm", "0xa"}, {"rank", "1"}}), 120e-6);
     EXPECT_EQ(e.at("nccl_pilot_collective_calls_total", {{"comm", "0xc"}}), 4);
     expectPromtoolAccepts(filesEnding(dir, ".prom")[0]);
+    const std::string beforeB = textfileText(dir);
     b.finalize();
+    waitForExport(dir, beforeB);
     c.finalize();
     // The last file: what the last communicator to close had; nothing of the others.
     Exposition after = textfileIn(dir);

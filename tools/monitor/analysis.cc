@@ -72,6 +72,9 @@ Analysis analyze(const Summaries& s, double driftThreshold) {
   Analysis a;
   a.files = s.files.size();
   a.notes = s.notes;
+  for (const CommRecord& c : s.comms) {
+    if (c.folded > 0) a.folded[c.comm] = std::max(a.folded[c.comm], c.folded);
+  }
   // One record per (communicator, rank, key): a rank found in two files keeps the one with
   // more calls (an older run's file left in the directory, say).
   std::map<std::tuple<GroupKey, int>, const CollectiveRecord*> unique;

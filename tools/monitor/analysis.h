@@ -5,6 +5,7 @@
 // arrives last sees the shortest kernel time. The rank shortest in most groups is that rank.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ struct LateArriver {
 
 struct Analysis {
   std::vector<Group> groups;  ///< by communicator, collective, size
+  /// Per communicator id: how many finished communicators its records fold (the most any rank
+  /// says; absent for a live one).
+  std::map<std::string, uint64_t> folded;
   std::vector<LateArriver> late;
   std::vector<std::string> notes;
   size_t files = 0;

@@ -55,12 +55,16 @@ const LateArriver* lateOf(const Analysis& a, const std::string& comm) {
   return nullptr;
 }
 
-std::string commTitle(const Group& g) {
+std::string commTitle(const Analysis& a, const Group& g) {
   std::string s = "comm " + g.comm;
   if (!g.commName.empty()) s += " \"" + g.commName + "\"";
-  std::set<int> ranks;
-  return s + ": " + std::to_string(g.nRanks) + " ranks on " + std::to_string(g.nNodes) +
-         (g.nNodes == 1 ? " node" : " nodes");
+  s += ": " + std::to_string(g.nRanks) + " ranks on " + std::to_string(g.nNodes) +
+       (g.nNodes == 1 ? " node" : " nodes");
+  auto folded = a.folded.find(g.comm);
+  if (folded != a.folded.end() && folded->second > 1) {
+    s += ", " + std::to_string(folded->second) + " finished communicators of this name and shape";
+  }
+  return s;
 }
 
 }  // namespace
@@ -73,7 +77,7 @@ std::string reportText(const Analysis& a, double driftThreshold) {
     std::set<int> ranks;
     for (const Group* g : groups)
       for (const RankFigures& f : g->ranks) ranks.insert(f.rank);
-    out += "\n" + commTitle(*groups.front()) + " (" + std::to_string(ranks.size()) +
+    out += "\n" + commTitle(a, *groups.front()) + " (" + std::to_string(ranks.size()) +
            " in the files)\n";
     out += "  " + pad("collective", 14) + pad("size", 11) + pad("algo/proto", 16) +
            pad("ch", 4, true) + "  " + pad("decision", 18) + pad("calls", 8, true) +
@@ -127,7 +131,7 @@ std::string reportHtml(const Analysis& a, const HtmlOptions& o) {
   }
   int chartId = 0;
   for (const auto& [comm, groups] : byComm(a)) {
-    h += "<h2>" + escapeXml(commTitle(*groups.front())) + "</h2>\n";
+    h += "<h2>" + escapeXml(commTitle(a, *groups.front())) + "</h2>\n";
     if (const LateArriver* l = lateOf(a, comm)) {
       h += std::string("<p class=\"") + (l->rank >= 0 ? "warn" : "verdict") + "\">" +
            escapeXml(lateLine(*l)) + "</p>\n";

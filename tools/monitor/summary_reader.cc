@@ -69,6 +69,7 @@ void readLine(const json& j, const std::string& file, Summaries* out) {
     c.nRanks = get<int>(j, "nranks", 0);
     c.nNodes = get<int>(j, "n_nodes", 0);
     c.finalized = get<bool>(j, "finalized", false);
+    c.folded = get<uint64_t>(j, "folded", 0);
     c.seen = get<uint64_t>(j, "seen", 0);
     c.measured = get<uint64_t>(j, "measured", 0);
     out->comms.push_back(c);

@@ -35,6 +35,9 @@ struct CommRecord {
   std::string file, comm, commName, node, gpu;
   int rank = 0, nRanks = 0, nNodes = 0;
   bool finalized = false;
+  /// Finished communicators of one name and shape folded into this record (the library keeps
+  /// those so: metrics/finished_comms.h); 0 for a live one.
+  uint64_t folded = 0;
   uint64_t seen = 0, measured = 0;
 };
 

@@ -60,6 +60,9 @@ enum class Skip : uint8_t {
   NoSlot,         ///< every in-flight slot was taken
   Untimed,        ///< a channel stopped without a GPU stop time
   IgnoredKernel,  ///< a kernel event past the channels NCCL announced, or for one twice
+  /// In flight when its communicator was finalized: NCCL stops its proxy before the profiler's
+  /// finalize (src/init.cc commFree), so what has not reported then never will (an abort).
+  Abandoned,
   Count,
 };
 const char* skipName(Skip s);
@@ -118,10 +121,12 @@ class CommMonitor {
   static uint64_t peerHash(int peer);
   uint64_t peerHashOfOthers() const { return peerHashOfOthers_; }
 
-  /// Shared ownership between the communicator (until finalize) and its in-flight slots: the
-  /// monitor is deleted by whoever lets go last.
+  /// Shared ownership between the communicator (until finalize) and its in-flight slots and
+  /// group entries: the monitor is deleted by whoever lets go last.
   void retain() { refs_.fetch_add(1, std::memory_order_relaxed); }
   void release();
+  /// References held now (the communicator's, its in-flight tasks' and groups').
+  int64_t references() const { return refs_.load(std::memory_order_acquire); }
 
   // ---- for the exporter ----
   struct KeyView {

@@ -47,11 +47,14 @@ struct P2pEvent {
   const char* datatype = nullptr;
   int peer = -1;
   unsigned nChannels = 0;
-  void* group = nullptr;  ///< the Group event's handle (ours), or null
+  void* group = nullptr;      ///< the Group event's handle (ours), or null
+  void* operation = nullptr;  ///< [v5+] its parent, the P2pApi event's handle (ours), or null
 };
 
-/// Kernel events that could not be matched to a collective of ours.
-enum class Orphan : uint8_t { Foreign, Stale, Count };
+/// Events that could not be matched to work of ours: kernel events whose parent is not ours
+/// (Foreign) or no longer in flight (Stale), and groups whose stop never came (GroupLeftOpen:
+/// closed by their thread's next group, or once that thread has exited).
+enum class Orphan : uint8_t { Foreign, Stale, GroupLeftOpen, Count };
 
 class EventPath {
  public:
@@ -67,10 +70,17 @@ class EventPath {
   EventPath& operator=(const EventPath&) = delete;
 
   /// Allocates the slots once (calloc: pages are touched only when used). False when memory
-  /// is short; the event path then drops everything as NoSlot.
-  bool reserve(uint32_t slots = kDefaultSlots);
+  /// is short; the event path then drops everything as NoSlot. Each slot's generation starts at
+  /// `firstGeneration` (tests start it near the limits of the handles' 24 and the lane words'
+  /// 20 bits, and of its own 32, to see them wrap).
+  bool reserve(uint32_t slots = kDefaultSlots, uint32_t firstGeneration = 0);
 
   void* startGroup(CommMonitor& comm) { return groups_.open(comm); }
+  /// [v5+] The user's group (GroupApi) and its Send/Recv calls (P2pApi): group_table.h.
+  void* startGroupApi(CommMonitor& comm) { return groups_.openUserGroup(comm); }
+  static void* startP2pApi(const void* groupApi) {
+    return detail::GroupTable::userOperation(groupApi);
+  }
   void* startCollective(CommMonitor& comm, const CollEvent& event);
   void* startP2p(CommMonitor& comm, const P2pEvent& event);
   void* startKernelChannel(void* parent, unsigned channel, uint64_t gpuStart);
@@ -78,9 +88,22 @@ class EventPath {
   /// stopEvent for any handle of ours; anything else is ignored.
   void stop(void* handle);
 
+  /// At `comm`'s finalize: lets go of every task of it still in flight, its task event and the
+  /// lanes whose channels never stopped, so its slot, its group's reference and its hold on
+  /// `comm` come back. NCCL stops the proxy before it finalizes the profiler (src/init.cc
+  /// commFree), so nothing of it would ever report: an abort, or a collective whose kernels
+  /// never ran. Counted as Skip::Abandoned unless every channel had its GPU time; events that
+  /// come for them later are stale. Each compare-and-swap expects the task's generation, so an
+  /// event racing this one counts once, whichever lands first. Visits each slot once.
+  /// Returns how many tasks it let go of.
+  uint32_t abandon(const CommMonitor& comm);
+
   uint64_t orphans(Orphan kind) const {
+    if (kind == Orphan::GroupLeftOpen) return groups_.leftOpen();
     return orphans_[static_cast<int>(kind)].load(std::memory_order_relaxed);
   }
+  /// The exporter's look for groups left open by threads that exited (group_table.h).
+  uint32_t sweepGroups() { return groups_.sweepExitedThreads(); }
   /// Slots holding a collective or Send/Recv now (started and not yet released).
   uint32_t slotsInUse() const;
   /// Groups holding Send/Recv operations now (GroupTable::kEntries at most).
@@ -93,8 +116,8 @@ class EventPath {
   /// The slot a handle names while its generation is in flight; counts what is not ours
   /// (Foreign) or no longer in flight (Stale). Takes no reference.
   Handle decode(void* handle);
-  /// A reference on `slot` if `generation` is still in flight (else counted Stale).
-  bool pin(Slot& slot, uint32_t generation);
+  /// A reference on `slot` if `generation` is still in flight (else counted Stale, when asked).
+  bool pin(Slot& slot, uint32_t generation, bool countStale = true);
   void countStale();
   /// A slot for a task of `comm` that passed its checks, its fields, lanes and references set;
   /// returns the task's handle, null when no slot is free.
@@ -107,6 +130,7 @@ class EventPath {
 
   std::atomic<Slot*> slots_{nullptr};
   std::atomic<uint32_t> capacity_{0};
+  uint32_t firstGeneration_ = 0;       // written before slots_ is published
   std::atomic<uint32_t> fresh_{0};     // slots never used yet start here
   std::atomic<uint64_t> freeHead_{0};  // (tag << 32) | (index + 1); index + 1 = 0: empty
   std::atomic<uint32_t> inUse_{0};

@@ -20,6 +20,7 @@ struct KeyReport {
   std::string band;      ///< the rule's size range, "" for NCCL
   KeyTotals total;       ///< since the communicator was created
   KeyTotals interval;    ///< since the previous export
+  unsigned index = 0;    ///< the aggregate's index in its communicator (CommMonitor::KeyView)
 };
 
 /// Events of one kind (collectives, or Send/Recv operations): seen, measured, skipped by reason.
@@ -29,8 +30,13 @@ struct TaskCounts {
 };
 
 struct CommReport {
+  /// For a record of finished communicators folded together (finished_comms.h), identity.commId
+  /// is the record's id: the communicator's own while it holds one, else one every rank
+  /// derives alike from the name and shape.
   CommIdentity identity;
   bool finalized = false;
+  uint64_t folded = 0;  ///< finalized communicators this record holds; 0: a live one
+  uint64_t firstCommId = 0, lastCommId = 0;  ///< of the folded ones, in finalize order
   TaskCounts collectives, p2p;
   uint64_t groups[static_cast<int>(GroupOutcome::Count)] = {};  ///< groups holding Send/Recv
   unsigned peersSentTo = 0, peersReceivedFrom = 0;
@@ -41,6 +47,15 @@ struct CommReport {
   std::string tableSha256;                   ///< the table the decisions came from, "" = none
 };
 
+/// The process's communicators over its life (the textfile holds the live ones).
+struct CommCounts {
+  uint64_t live = 0;      ///< measured now
+  uint64_t finished = 0;  ///< finalized since the process started
+  uint64_t records = 0;   ///< records of finished ones the summary keeps (finished_comms.h)
+  /// Finished ones whose record made way for newer ones, and their measured calls.
+  uint64_t dropped = 0, droppedCalls = 0;
+};
+
 struct ProcessReport {
   std::string node;        ///< host name
   std::string slurmJobId;  ///< "unknown" when unset
@@ -49,6 +64,7 @@ struct ProcessReport {
   uint64_t orphans[static_cast<int>(Orphan::Count)] = {};
   uint32_t slotsInUse = 0, slots = 0;
   uint32_t groupsInUse = 0;
+  CommCounts communicators;
   std::vector<CommReport> comms;
 };
 

@@ -4,6 +4,13 @@
 // when a port is set, and warns once per (communicator, rule) when a tuned band's live bus
 // bandwidth stays below its calibrated one. The thread starts with the first measured
 // communicator and is joined when the last one closes (NCCL may unload the library then).
+//
+// A job may create and finalize tens of thousands of communicators (finished_comms.h): init
+// and finalize do a constant amount of work, and no export holds their lock while it renders.
+// A finalize lets go of the communicator's tasks still in flight (EventPath::abandon) and hands
+// it to the exporter, which writes its last figures within kCloseExportDelayMs (at once when
+// it was the last: the thread writes, then stops) and folds it into the finished records; the
+// textfile holds the live communicators, as NCCL's Inspector does.
 #pragma once
 
 #include <memory>
@@ -16,6 +23,7 @@
 #include "pilot/core/config.h"
 #include "pilot/core/log.h"
 #include "pilot/metrics/comm_monitor.h"
+#include "pilot/metrics/finished_comms.h"
 #include "pilot/metrics/report.h"
 #include "pilot/metrics/settings.h"
 #include "pilot/tuner/tuner_runtime.h"
@@ -24,7 +32,9 @@ namespace pilot::metrics {
 
 class MetricsRuntime {
  public:
-  explicit MetricsRuntime(EnvLookup env);
+  /// `abandonAtFinalize` false keeps a finalized communicator's tasks in flight until their
+  /// events come, which NCCL never sends after the finalize (the stress test's ledgers use it).
+  explicit MetricsRuntime(EnvLookup env, bool abandonAtFinalize = true);
   ~MetricsRuntime();
   MetricsRuntime(const MetricsRuntime&) = delete;
   MetricsRuntime& operator=(const MetricsRuntime&) = delete;
@@ -38,11 +48,13 @@ class MetricsRuntime {
   /// A communicator's monitor, or nullptr when metrics are off or it cannot be measured (then
   /// its events are ignored). The identity's gpu is filled in here when empty.
   CommMonitor* open(CommIdentity identity, std::unique_ptr<Logger> logger);
-  /// Exports once more with the communicator's last figures, then lets it go. Closing the last
-  /// one stops the exporter thread.
+  /// Lets go of its tasks in flight and hands it to the exporter, which writes its last figures
+  /// and folds it into the finished records. Closing the last one stops the exporter thread
+  /// once it has written them.
   void close(CommMonitor* monitor);
 
-  /// One export now (what the exporter thread does every interval).
+  /// One export now (what the exporter thread does every interval): every live communicator's
+  /// figures and those of the ones closed since the last, the finished records' text.
   void exportNow();
   /// The textfile of the last export (what GET /metrics answers).
   std::string lastTextfile();
@@ -52,35 +64,54 @@ class MetricsRuntime {
   /// The HTTP endpoint's port, 0 when there is none.
   int httpPort();
 
-  /// Finalized communicators whose last figures the summary keeps.
-  static constexpr size_t kMaxFinishedComms = 1024;
+  /// How soon after a finalize the exporter writes its last figures (finalizes coming faster
+  /// share one export).
+  static constexpr int kCloseExportDelayMs = 50;
+  /// Finalized communicators one textfile shows with their last figures (the summary has all).
+  static constexpr size_t kMaxClosedInTextfile = 16;
+
+  /// Finalized communicators as the summary keeps them (tests).
+  std::vector<CommReport> finishedRecords();
 
  private:
   struct Exporter;  // the thread, its wake-up pipe and its HTTP endpoint
   struct Comm {
-    CommMonitor* monitor = nullptr;
+    CommMonitor* monitor = nullptr;  // mutex_: one reference while live; null once finalized
     std::unique_ptr<Logger> logger;
-    std::vector<KeyTotals> previous;  // per aggregate index, at the previous export
-    std::set<uint16_t> driftWarned;
+    std::vector<KeyTotals> previous;    // exportMutex_: per aggregate index, at the last export
+    std::set<uint16_t> driftWarned;     // exportMutex_
+    std::unique_ptr<CommReport> final;  // its last figures, read at the finalize
+    ~Comm();
   };
 
   const MetricsSettings& loadSettings(Logger& log);  // mutex_ held
   void startExporter(Logger& log);                   // mutex_ held
-  void stopExporter(bool evenWithComms);
+  /// Stops the thread (unless a communicator opened meanwhile and `evenWithComms` is false);
+  /// `finalExport`: it writes once more first.
+  void stopExporter(bool evenWithComms, bool finalExport);
   void exporterLoop(Exporter& exporter);
-  CommReport reportOf(Comm& comm, bool finalized);  // mutex_ held
+  /// A communicator's figures now, totals only (no lock: the monitor's atomics).
+  static CommReport snapshotOf(const CommMonitor& m, bool finalized);
+  /// The interval figures since the last export (exportMutex_ held).
+  void addIntervals(Comm& comm, CommReport& report);
   void warnDrift(Comm& comm, const CommReport& report);
-  void exportLocked(const Comm* closing);  // mutex_ held
 
   EnvLookup env_;
+  const bool abandonAtFinalize_;
+  // Held by init, finalize and exports for a constant amount of work: the lists below, the
+  // settings, the exporter's start and stop. Never while rendering or writing.
   std::mutex mutex_;
   std::optional<MetricsSettings> settings_;
   std::string node_;
-  std::vector<std::unique_ptr<Comm>> comms_;
-  std::vector<CommReport> finished_;
-  std::string textfile_;
-  bool writeWarned_ = false;
+  std::vector<std::shared_ptr<Comm>> comms_;    // live
+  std::vector<std::shared_ptr<Comm>> closing_;  // finalized, not yet exported
   int localRank_ = 0;
+  // One export at a time (only exports take it): the finished records, each Comm's previous.
+  std::mutex exportMutex_;
+  FinishedComms finished_;
+  bool writeWarned_ = false;
+  std::mutex textfileMutex_;  // the last textfile, for GET /metrics
+  std::string textfile_;
 
   std::unique_ptr<Exporter> exporter_;
   int httpPort_ = 0;

@@ -1,9 +1,13 @@
 // The JSON-lines summary beside the textfile (nccl_pilot_<host>_<pid>.jsonl), rewritten with
 // every export and last at finalize, read by `nccl-pilot monitor`. One object per line:
-//   {"kind":"process", "node", "pid", "version", "slurm_job_id", "slots", "orphans":{...},
-//    "groups_in_use"}
+//   {"kind":"process", "node", "pid", "version", "slurm_job_id", "slots", "orphans":{"foreign",
+//    "stale", "group_left_open"}, "groups_in_use", "communicators":{"live", "finished",
+//    "records", "dropped", "dropped_calls"}}   (finished_comms.h)
 //   {"kind":"communicator", "comm", "comm_name", "rank", "nranks", "n_nodes", "gpu", "node",
-//    "pid", "abi", "finalized", "seen", "measured", "skipped":{outcome: count} (collectives),
+//    "pid", "abi", "finalized", ["folded", "first_comm", "last_comm"] (a record of finished
+//    communicators of one name and shape: how many, the first and last finalized; "comm" is then
+//    theirs while it holds one, else an id every rank derives from the name and shape),
+//    "seen", "measured", "skipped":{outcome: count} (collectives),
 //    "calibration_overflow", "p2p":{"seen", "measured", "skipped":{outcome: count},
 //    "peers":{"Send", "Recv"} (distinct ranks), "groups":{"alltoall", "partial", "untracked"}}}
 //   {"kind":"collective", "comm", "rank", "nranks", "n_nodes", "node", "collective",
@@ -31,7 +35,10 @@
 
 namespace pilot::metrics {
 
+/// The process line and every communicator's lines.
 std::string renderSummary(const ProcessReport& report);
+/// One communicator's lines: its "communicator" line, its keys', its calibration lines.
+void appendCommunicator(std::string* out, const ProcessReport& process, const CommReport& c);
 
 /// A JSON string literal (quotes included) of arbitrary bytes: control characters and bytes
 /// outside ASCII are escaped, so the line stays valid whatever NCCL or the user named things.

@@ -298,6 +298,26 @@ TEST(NetbenchCli, PilotTransportThroughEveryAbi) {
   }
 }
 
+// Handed nccl-pilot's library with NCCL_PILOT_TRANSPORT unset, netbench benchmarks its TCP
+// transport and says so; set to leave the data to NCCL, the error says how to get ours.
+TEST(NetbenchCli, OurLibraryIsBenchmarkedThroughItsOwnTransport) {
+  const Outcome r = netbench({"--plugin", PILOT_NET_MODULE, "--sizes", "4K", "--json"},
+                             {{"NCCL_SOCKET_IFNAME", "lo"}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("benchmarking its TCP transport (NCCL_PILOT_TRANSPORT=socket"),
+            std::string::npos)
+      << r.err;
+  expectVerifiedResults(parseJson(r), {4096});
+  const Outcome none = netbench({"--plugin", PILOT_NET_MODULE, "--sizes", "4K"},
+                                {{"NCCL_SOCKET_IFNAME", "lo"}, {"NCCL_PILOT_TRANSPORT", "none"}});
+  EXPECT_NE(none.status, 0);
+  EXPECT_NE(none.err.find("reports 0 devices"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("NCCL_PILOT_TRANSPORT=none leaves the data to NCCL: "
+                          "NCCL_PILOT_TRANSPORT=socket benchmarks its TCP transport"),
+            std::string::npos)
+      << none.err;
+}
+
 TEST(NetbenchCli, HelpWorks) {
   const Outcome r = netbench({"--help"});
   EXPECT_EQ(r.status, 0);

@@ -1,6 +1,7 @@
 // `nccl-pilot netbench`: loads any NCCL net plugin and drives it the way NCCL's proxy does,
 // between two processes, with every payload verified: by default against a peer it spawns on
 // loopback; with --listen / --peer across hosts. Host memory only, no GPU.
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -15,6 +16,25 @@
 
 namespace pilot::cli {
 namespace {
+
+/// The name nccl-pilot's net plugin gives NCCL (plugin/net/exports.cc).
+constexpr const char* kPilotNetName = "Pilot";
+
+/// netbench measures a transport, and nccl-pilot's library carries data only when asked: under
+/// its default NCCL_PILOT_TRANSPORT=auto it leaves Ethernet to NCCL's own Socket transport and
+/// reports 0 devices. Handed our library with the setting unset, netbench asks for ours (the
+/// spawned peer inherits it) and says so.
+void askForPilotTransport(const NetPluginLibrary& lib, int abi) {
+  // Every ncclNet_vN starts with its name.
+  const auto* name = static_cast<const char* const*>(lib.symbol(abi));
+  if (name == nullptr || *name == nullptr || std::string(*name) != kPilotNetName) return;
+  if (std::getenv("NCCL_PILOT_TRANSPORT") != nullptr) return;
+  ::setenv("NCCL_PILOT_TRANSPORT", "socket", 1);
+  std::cerr << "netbench: " << lib.path
+            << " is nccl-pilot's library: benchmarking its TCP transport "
+               "(NCCL_PILOT_TRANSPORT=socket; its default, auto, leaves Ethernet to NCCL's "
+               "own Socket transport)\n";
+}
 
 struct NetbenchArgs {
   NetbenchOptions opts;
@@ -147,6 +167,7 @@ int runNetbench(NetbenchArgs& args) {
   if (!lib.ok()) return reportError(lib.error());
   auto abi = chooseAbi(*lib, o.abi);
   if (!abi.ok()) return reportError(abi.error(), kExitUsage);
+  askForPilotTransport(*lib, *abi);
 
   if (args.listenFd >= 0) return runSpawnedPeer(args, *lib);
   if (args.listenPort >= 0) return runListener(args, *lib);

@@ -101,8 +101,15 @@ Expected<NetDeviceInfo> Endpoint::open() {
   auto n = driver_.devices();
   if (!n.ok()) return Error{n.error()};
   if (*n <= 0) {
-    return Error{"the plugin reports " + std::to_string(*n) +
-                 " devices (NCCL would skip it and use its internal transports)"};
+    std::string why = "the plugin reports " + std::to_string(*n) +
+                      " devices (NCCL would skip it and use its internal transports)";
+    if (driver_.pluginName() == "Pilot") {
+      why += "; nccl-pilot's NCCL_PILOT_TRANSPORT=" +
+             std::string(std::getenv("NCCL_PILOT_TRANSPORT") ? std::getenv("NCCL_PILOT_TRANSPORT")
+                                                             : "auto") +
+             " leaves the data to NCCL: NCCL_PILOT_TRANSPORT=socket benchmarks its TCP transport";
+    }
+    return Error{why};
   }
   if (dev_ >= *n) {
     return Error{"--dev " + std::to_string(dev_) + ": the plugin has " + std::to_string(*n) +

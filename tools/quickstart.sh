@@ -86,6 +86,13 @@ step "the profiler's files of a bundled 4-rank demo job (replayed through it by 
   ls build/monitor-demo
 step "read back: calls, kernel times, decisions, drift against the table's calibration, the late rank; the MoE all-to-all (a group of Send/Recv) as one operation, the pipeline's Send/Recv" \
   "$pilot" monitor build/monitor-demo --html build/monitor.html
+rm -rf build/long-job-demo
+mkdir -p build/long-job-demo
+step "a long RL job's process: its weight-sync group rebuilt 2,000 times (every tenth torn down mid-Broadcast) while the exporter writes; time per block, memory and files stay flat" \
+  build/bin/pilot_profiler_long_job --module build/lib/libnccl-profiler-pilot.so \
+  --dir build/long-job-demo --comms 2000 --block 500
+step "read back: the 2,000 finished communicators are one record, every call and the bandwidth exact" \
+  "$pilot" monitor build/long-job-demo
 # In-job calibration on a simulated 2-node job (tests/sim: a synthetic truth, one process per
 # rank driving the built tuner and profiler through NCCL's ABIs, per-call noise and stragglers).
 sim=build/bin/pilot_job_sim

@@ -116,8 +116,8 @@ EventPath::~EventPath() {
 bool EventPath::reserve(uint32_t slots, uint32_t firstGeneration) {
   if (slots_.load(kAcquire) != nullptr) return true;
   if (slots == 0 || slots > kMaxSlots) return false;
-  firstGeneration_ = firstGeneration;
-  void* memory = std::calloc(slots, sizeof(Slot));
+  firstGeneration_.store(firstGeneration, kRelaxed);
+  void* memory = std::calloc(1, size_t{slots} * (sizeof(Slot) + sizeof(std::atomic<uint8_t>)));
   if (memory == nullptr) return false;
   // A slot is constructed when first used (acquire), so pages no collective needed are never
   // touched: 4096 slots of ~1.2 KB cost nothing until the job has that many in flight.
@@ -129,6 +129,10 @@ bool EventPath::reserve(uint32_t slots, uint32_t firstGeneration) {
   }
   capacity_.store(slots, kRelease);
   return true;
+}
+
+std::atomic<uint8_t>* EventPath::builtFlags(Slot* slots, uint32_t capacity) {
+  return reinterpret_cast<std::atomic<uint8_t>*>(slots + capacity);
 }
 
 uint32_t EventPath::slotsInUse() const {
@@ -155,7 +159,8 @@ EventPath::Slot* EventPath::acquire(uint32_t* index) {
       *index = i;
       inUse_.fetch_add(1, kRelaxed);
       Slot* slot = new (&slots[i]) Slot;
-      slot->state.store(uint64_t{firstGeneration_} << 32, kRelaxed);
+      slot->state.store(uint64_t{firstGeneration_.load(kRelaxed)} << 32, kRelaxed);
+      builtFlags(slots, capacity)[i].store(1, kRelease);
       return slot;
     }
   }
@@ -458,10 +463,13 @@ void EventPath::stop(void* handle) {
 
 uint32_t EventPath::abandon(const CommMonitor& comm) {
   Slot* slots = slots_.load(kAcquire);
-  if (slots == nullptr) return 0;
+  const uint32_t capacity = capacity_.load(kAcquire);
+  if (slots == nullptr || capacity == 0) return 0;
+  std::atomic<uint8_t>* built = builtFlags(slots, capacity);
   uint32_t abandoned = 0;
-  const uint32_t n = fresh_.load(kAcquire);
+  const uint32_t n = std::min(fresh_.load(kAcquire), capacity);
   for (uint32_t i = 0; i < n; ++i) {
+    if (built[i].load(kAcquire) == 0) continue;  // under construction: not this comm's task yet
     Slot& slot = slots[i];
     if (slot.comm.load(kAcquire) != &comm) continue;  // a hint, checked again once pinned
     const uint64_t state = slot.state.load(kAcquire);

@@ -124,13 +124,17 @@ class EventPath {
   void* publish(CommMonitor& comm, TaskKind kind, const KeyFields& key, uint64_t bytes,
                 double busBytes, unsigned channels, uint32_t group);
   Slot* acquire(uint32_t* index);
+  /// The construction flags after `capacity` slots.
+  static std::atomic<uint8_t>* builtFlags(Slot* slots, uint32_t capacity);
   /// Lets go of a reference; the last one completes the task and frees the slot.
   void release(Slot& slot, uint32_t index);
   void complete(Slot& slot);
 
+  // The slots, then a byte per slot set once it is constructed: abandon() visits every slot,
+  // and one may be under construction (acquire takes its index first). One block.
   std::atomic<Slot*> slots_{nullptr};
   std::atomic<uint32_t> capacity_{0};
-  uint32_t firstGeneration_ = 0;       // written before slots_ is published
+  std::atomic<uint32_t> firstGeneration_{0};
   std::atomic<uint32_t> fresh_{0};     // slots never used yet start here
   std::atomic<uint64_t> freeHead_{0};  // (tag << 32) | (index + 1); index + 1 = 0: empty
   std::atomic<uint32_t> inUse_{0};

@@ -456,6 +456,7 @@ def main():
             metrics_check.check_profiler(report, phase)
             metrics_check.check_metrics(report, phase, sizes, iters, expects)
             metrics_check.check_p2p(report, phase)
+            metrics_check.check_churn(report, phase)
         if name in PLUGIN_PHASES:
             check_warnings(report, phase)
         entry["ms_per_iter"] = {f"{op['coll']} {op['bytes']}": op.get("ms_per_iter")

@@ -255,10 +255,18 @@ def synthesize_metrics_phase(root):
              "ms_per_iter": 0.8},
             {"coll": "sendrecv", "bytes": 524288, "iters": iters, "wrong": None,
              "ms_per_iter": 0.8}]
+        # rank.py's churn step (PILOT_GPU_CHURN): a weight-sync group rebuilt 5 times, each
+        # broadcasting 1 MiB `iters` times (here all finalized at the replay's end).
+        result["churn"] = {"groups": 5, "broadcasts": 5 * iters, "bytes": 1 << 20,
+                           "wrong": None}
         result_path.write_text(json.dumps(result, indent=1), encoding="utf-8")
         lines += [f"alltoall 0x7e57 262144 2 {iters} 400",
                   f"p2p 0x7e57 Send 524288 1 2 {iters} 400",
                   f"p2p 0x7e57 Recv 524288 -1 2 {iters} 400"]
+        for group in range(5):
+            lines += [f"comm 0x5{group:03x} weight_sync {ranks} {ranks}",
+                      f"coll 0x5{group:03x} Broadcast {(1 << 20) // 4} ncclFloat32 RING SIMPLE 2 "
+                      f"{iters} 100"]
         scenario = root / "metrics" / f"rank{rank}.scenario"
         scenario.write_text("\n".join(lines) + "\n", encoding="utf-8")
         env = dict(os.environ, NCCL_PILOT_METRICS_DIR=str(root / "metrics" / "metrics"),
@@ -290,7 +298,7 @@ class MetricsPhase(RecordedRunCase):
         failed, out = self.failures()
         self.assertEqual(failed, [])
         for check in ("profiler", "metrics-files", "metrics-count", "metrics-time",
-                      "metrics-rule", "metrics-p2p"):
+                      "metrics-rule", "metrics-p2p", "metrics-churn"):
             self.assertRegex(out, rf"PASS metrics +{check} ")
         self.assertIn("all 12 (rank, operation) measured once per iteration within its wall "
                       "time; the all-to-all as a group of Send/Recv", out)
@@ -336,6 +344,22 @@ class MetricsPhase(RecordedRunCase):
         failed, out = self.failures()
         self.assertEqual(failed, ["metrics metrics-p2p"])
         self.assertIn("rank 3 sendrecv Recv 524288: 0 measured, 3 run", out)
+
+    def test_a_rebuilt_group_that_lost_broadcasts(self):
+        self.edit(self.summary_of(2), r'("collective":"Broadcast","message_size":"1-2MB"'
+                  r'[^\n]*?"calls":)\d+', r"\g<1>7", count=1)
+        failed, out = self.failures()
+        self.assertEqual(failed, ["metrics metrics-churn"])
+        self.assertIn("rank 2: 5 finished communicators in 1 record(s) with 7 Broadcasts; "
+                      "rank.py made 5 with 15", out)
+
+    def test_a_slot_left_in_use(self):
+        prom = (self.dir / self.summary_of(0)).with_suffix(".prom")
+        self.edit(prom.relative_to(self.dir), r"(nccl_pilot_profiler_slots_in_use\{[^}]*\}) 0",
+                  r"\g<1> 3")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["metrics metrics-churn"])
+        self.assertIn("rank 0: slots in use after the last finalize: 3", out)
 
     def test_a_rank_that_wrote_no_files(self):
         summary = self.dir / self.summary_of(1)

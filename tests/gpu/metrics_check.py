@@ -172,6 +172,42 @@ def check_p2p(report, phase):
                f"time; the all-to-all as {how}" if not wrong else "; ".join(wrong[:3]))
 
 
+def check_churn(report, phase):
+    """metrics-churn; nothing when no rank rebuilt a group (older recorded runs). Per rank: the
+    communicators rank.py created and destroyed, beyond the world's, are folded into records
+    (`folded`) holding every Broadcast it ran, and the last textfile has no slot in use."""
+    summaries, _ = read_summaries(phase.dir / "metrics")
+    wrong, ranks = [], 0
+    for rank in range(phase.ranks):
+        churn = (phase.results[rank] or {}).get("churn")
+        if not churn:
+            continue
+        ranks += 1
+        summary = summaries.get(rank, {})
+        rows = [c for c in summary.get("colls", []) if c.get("collective") == "Broadcast"
+                and c.get("size_bucket_bytes") == bucket(churn["bytes"])]
+        ids = {c["comm"] for c in rows}
+        records = [c for c in summary.get("comms", [])
+                   if c.get("folded", 0) > 0 and c["comm"] in ids]
+        broadcasts = sum(c["calls"] for c in rows if c["comm"] in {r["comm"] for r in records})
+        folded = sum(c["folded"] for c in records)
+        if folded < churn["groups"] or broadcasts != churn["broadcasts"]:
+            wrong.append(f"rank {rank}: {folded} finished communicators in {len(records)} "
+                         f"record(s) with {broadcasts} Broadcasts; rank.py made "
+                         f"{churn['groups']} with {churn['broadcasts']}")
+        prom = phase.dir / "metrics" / summary.get("file", "-").replace(".jsonl", ".prom")
+        in_use = re.search(r"^nccl_pilot_profiler_slots_in_use\{[^}]*\} (\S+)$",
+                           prom.read_text(encoding="utf-8") if prom.exists() else "", re.M)
+        if not in_use or float(in_use.group(1)) != 0:
+            wrong.append(f"rank {rank}: slots in use after the last finalize: "
+                         f"{in_use.group(1) if in_use else 'no textfile'}")
+    if ranks == 0:
+        return
+    report.add(phase.name, "metrics-churn", not wrong,
+               f"on {ranks} ranks every rebuilt group is in its rank's folded record with every "
+               "Broadcast, and no slot is left in use" if not wrong else "; ".join(wrong[:3]))
+
+
 def profiler_cost(phases, gpus):
     """Time per operation with our profiler (metrics) over without it (tuned): NCCL's kernel
     instrumentation for KernelCh events and our callbacks together. Information, not a check."""

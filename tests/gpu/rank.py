@@ -11,6 +11,11 @@ all_to_all_single of B bytes per peer (MoE dispatch; PyTorch issues it as a grou
 ncclSend/ncclRecv with every rank, or as ncclAlltoAll) and a ring exchange of 2B bytes
 (batch_isend_irecv: a Send to the next rank, a Recv from the previous one; pipeline stages).
 
+With PILOT_GPU_CHURN=N it then rebuilds a weight-sync group N times, as an RL job's checkpoint
+engine may at every sync: each time a new NCCL communicator of every rank broadcasts
+CHURN_BYTES from rank 0 ITERS times, checked exactly, and is destroyed. The profiler must fold
+them into one record with every call, and give back every slot (tests/gpu/metrics_check.py).
+
 Usage: python3 rank.py RANK WORLD PORT SIZES ITERS RESULT_JSON [GPUS]
   SIZES  comma-separated byte counts, as nccl-tests' `size` (all-gather / reduce-scatter:
          the total over all ranks, which is also what NCCL hands its tuner)
@@ -27,6 +32,7 @@ import torch.distributed as dist
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 ELEMENT = 4  # float32
+CHURN_BYTES = 1 << 20
 
 
 def pattern(n, rank, device):
@@ -102,6 +108,25 @@ def run_p2p(kind, size, rank, world, device):
     return mismatch(got, want)
 
 
+def run_churn(groups, iters, rank, world, device):
+    """The weight-sync group rebuilt `groups` times; its record, with its first wrong result."""
+    record = {"groups": groups, "broadcasts": groups * iters, "bytes": CHURN_BYTES,
+              "wrong": None}
+    count = CHURN_BYTES // ELEMENT
+    want = pattern(count, 0, device)
+    begin = time.monotonic()
+    for _ in range(groups):
+        group = dist.new_group(ranks=list(range(world)), backend="nccl")
+        for _ in range(iters):
+            data = want.clone() if rank == 0 else torch.zeros_like(want)
+            dist.broadcast(data, src=0, group=group)
+            torch.cuda.synchronize(device)
+            record["wrong"] = record["wrong"] or mismatch(data, want)
+        dist.destroy_process_group(group)
+    record["s"] = round(time.monotonic() - begin, 3)
+    return record
+
+
 def main():
     rank, world, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     sizes = [int(s) for s in sys.argv[4].split(",")]
@@ -109,6 +134,7 @@ def main():
     result_path = sys.argv[6]
     gpus = int(sys.argv[7]) if len(sys.argv) > 7 else 1
     p2p_bytes = int(os.environ.get("PILOT_GPU_P2P_BYTES", "0"))
+    churn = int(os.environ.get("PILOT_GPU_CHURN", "0"))
     result = {"rank": rank, "world": world, "ops": [], "p2p_ops": [], "errors": [],
               "finished": False}
     try:
@@ -133,6 +159,8 @@ def main():
                 continue
             result["p2p_ops"].append(timed(kind, size, iters,
                                            lambda: run_p2p(kind, size, rank, world, device)))
+        if churn > 0:
+            result["churn"] = run_churn(churn, iters, rank, world, device)
         dist.barrier()
         dist.destroy_process_group()
         result["finished"] = True
@@ -140,7 +168,8 @@ def main():
         result["errors"].append(traceback.format_exc())
     with open(result_path, "w", encoding="utf-8") as out:
         json.dump(result, out, indent=1)
-    wrong = any(op["wrong"] for op in result["ops"] + result["p2p_ops"])
+    wrong = any(op["wrong"] for op in result["ops"] + result["p2p_ops"] +
+                [result.get("churn") or {}])
     return 0 if result["finished"] and not wrong else 1
 
 

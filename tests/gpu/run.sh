@@ -12,7 +12,9 @@
 #              topology file and tuner
 #   metrics    tuned again with our profiler (NCCL_PROFILER_PLUGIN) measuring every collective
 #              into <phase>/metrics (NCCL_PILOT_METRICS_DIR), then an all-to-all of 256 KiB per
-#              peer and a ring Send/Recv of 512 KiB (rank.py, PILOT_GPU_P2P_BYTES)
+#              peer and a ring Send/Recv of 512 KiB (rank.py, PILOT_GPU_P2P_BYTES), then a
+#              weight-sync group rebuilt 20 times (PILOT_GPU_CHURN): one folded record, every
+#              slot given back
 #   explore    NCCL's Socket transport, tuner and profiler from the net plugin's library (one
 #              copy, as by default), NCCL_PILOT_TUNER_EXPLORE=0.25: every rank must run the same
 #              cell on every call, and the cells exploration selected
@@ -192,7 +194,7 @@ run_phase() { # PHASE
     mode=(NCCL_NET=Pilot NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
       NCCL_PILOT_TUNER_TABLE="$table" NCCL_PROFILER_PLUGIN="$profiler_lib"
       NCCL_PILOT_METRICS_DIR="$dir/metrics" NCCL_PILOT_METRICS_INTERVAL_S=5
-      PILOT_GPU_P2P_BYTES=262144)
+      PILOT_GPU_P2P_BYTES=262144 PILOT_GPU_CHURN=20)
     ;;
   explore)
     # NCCL_TUNER_PLUGIN and NCCL_PROFILER_PLUGIN unset: NCCL takes both from the net plugin's

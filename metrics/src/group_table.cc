@@ -98,30 +98,24 @@ void GroupTable::setThreadGroupCount(uint64_t count) {
   tGroups.plans = tGroups.users = count & kCountMask;
 }
 
-void* GroupTable::open(CommMonitor& comm) {
-  ThreadGroups& t = tGroups;
-  Claim& plan = t.plan;
+void* GroupTable::openOn(Claim& group, uint64_t& count, uint64_t magic, CommMonitor& comm) {
   // A group this thread left open (NCCL never does; a profiler stop lost on another thread
   // could) is closed now, so its entry cannot stay taken.
-  if (plan.ticket != 0 && plan.entry != kNone && plan.table != nullptr) {
-    plan.table->leftOpen_.fetch_add(1, kRelaxed);
-    plan.table->closeEntry(plan.table->entries_[plan.entry]);
+  if (group.ticket != 0 && group.entry != kNone && group.table != nullptr) {
+    group.table->leftOpen_.fetch_add(1, kRelaxed);
+    group.table->closeEntry(group.table->entries_[group.entry]);
   }
-  const uint64_t ticket = nextTicket(t, t.plans);
-  plan = Claim{ticket, &comm, kNone, false, this};
-  return handleOf(kPlanMagic, ticket);
+  const uint64_t ticket = nextTicket(tGroups, count);
+  group = Claim{ticket, &comm, kNone, false, this};
+  return handleOf(magic, ticket);
+}
+
+void* GroupTable::open(CommMonitor& comm) {
+  return openOn(tGroups.plan, tGroups.plans, kPlanMagic, comm);
 }
 
 void* GroupTable::openUserGroup(CommMonitor& comm) {
-  ThreadGroups& t = tGroups;
-  Claim& user = t.user;
-  if (user.ticket != 0 && user.entry != kNone && user.table != nullptr) {
-    user.table->leftOpen_.fetch_add(1, kRelaxed);
-    user.table->closeEntry(user.table->entries_[user.entry]);
-  }
-  const uint64_t ticket = nextTicket(t, t.users);
-  user = Claim{ticket, &comm, kNone, false, this};
-  return handleOf(kUserMagic, ticket);
+  return openOn(tGroups.user, tGroups.users, kUserMagic, comm);
 }
 
 void* GroupTable::userOperation(const void* groupApi) {

@@ -42,6 +42,9 @@ struct Options {
 };
 
 constexpr int kRanks = 8, kNodes = 2, kRank = 3;
+
+/// NCCL's logger, dropping the lines (the host's captureLog keeps every one: memory of its own).
+void quietLog(ncclDebugLogLevel, unsigned long, const char*, int, const char*, ...) {}
 constexpr uint64_t kClockBase = 1'900'000'000'000'000'000ull;
 
 double residentMib() {
@@ -119,7 +122,7 @@ struct Expected {
 void weightSync(const fakeprof::Module& m, const Options& o, int index, bool abort, Expected* e,
                 uint64_t* clock) {
   fakeprof::Comm comm(m, o.abi, 0x5eed0000ull + static_cast<uint64_t>(index), "weight_sync", kNodes,
-                      kRanks, kRank);
+                      kRanks, kRank, quietLog);
   for (int call = 0; call <= o.calls; ++call) {
     const bool inFlight = call == o.calls;
     if (inFlight && !abort) break;
@@ -150,7 +153,7 @@ void weightSync(const fakeprof::Module& m, const Options& o, int index, bool abo
 void expertParallel(const fakeprof::Module& m, const Options& o, int index, Expected* e,
                     uint64_t* clock) {
   fakeprof::Comm comm(m, o.abi, 0xe9000000ull + static_cast<uint64_t>(index), "ep_alltoall", kNodes,
-                      kRanks, kRank);
+                      kRanks, kRank, quietLog);
   for (int call = 0; call < 4; ++call) {
     std::vector<fakeprof::P2p> ops;
     for (const char* func : {"Send", "Recv"}) {
@@ -192,7 +195,7 @@ int main(int argc, char** argv) {
   }
   // One communicator lives through the whole job (the world group), so the exporter runs
   // throughout, as in a job; it runs no collective of its own.
-  fakeprof::Comm world(m, o.abi, 0x3001d, "world", kNodes, kRanks, kRank);
+  fakeprof::Comm world(m, o.abi, 0x3001d, "world", kNodes, kRanks, kRank, quietLog);
 
   Expected expected, ep;
   uint64_t clock = kClockBase;

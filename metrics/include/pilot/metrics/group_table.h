@@ -105,6 +105,8 @@ class GroupTable {
     std::atomic<uint32_t> timed{0}, spoiled{0};
     std::atomic<uint64_t> firstStart{UINT64_MAX}, lastStop{0};
   };
+  /// Opens `group` (the thread's plan or user group) with the next ticket of `count`.
+  void* openOn(Claim& group, uint64_t& count, uint64_t magic, CommMonitor& comm);
   uint32_t claim(Claim& group, CommMonitor& comm);
   void closeEntry(Entry& e);
   void release(Entry& e, uint32_t references);

@@ -2,10 +2,14 @@
 // path: collectives and Send/Recv operations started with any channel count, in groups opened
 // and closed in any order (or in none, or in a stale one), kernel channel starts with any
 // channel id and live, stopped, stale or garbage parents, stop states and stops in any order,
-// twice or never. For every input nothing crashes (ASan/UBSan), and once every event of every
-// task has arrived (the input is completed in NCCL's order at the end):
-//   - no slot and no group entry stays in use;
-//   - every task whose channels all had a GPU time is measured exactly once, per kind;
+// twice or never; [v5+] user groups (GroupApi) whose P2pApi a Send/Recv may name, open, stale or
+// none. For every input nothing crashes (ASan/UBSan), and once every event of every task has
+// arrived (the input is completed in NCCL's order at the end), or, for an input of odd length,
+// once the communicator is finalized with what is still in flight (EventPath::abandon) and the
+// rest of the events come after it:
+//   - no slot and no group entry stays in use, and only the test holds the communicator;
+//   - every task whose channels all had a GPU time is measured exactly once, per kind (after a
+//     finalize: every channel had one before it), and what comes later changes nothing;
 //   - every group that a Send/Recv joined has exactly one outcome.
 // A channel takes a lane the first time its id shows up, while the task has lanes left (the
 // number of channels NCCL announced); the model below predicts every handle that way.
@@ -40,6 +44,7 @@ struct Task {
 struct Group {
   void* handle = nullptr;
   bool joined = false;  // a Send/Recv of it took its entry
+  bool user = false;    // a GroupApi (the user's group) rather than a plan's Group
 };
 
 uint64_t outcomes(const CommMonitor& comm) {
@@ -69,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t groupsBefore = path->groupsInUse();
   std::vector<Task> tasks;
   std::vector<Group> groups;
-  int open = -1;  // the group open on this thread (NCCL opens, fills and closes one at a time)
+  int open = -1;      // the group open on this thread (NCCL opens, fills and closes one at a time)
+  int openUser = -1;  // the user group (GroupApi) open on this thread
   uint64_t clock = 1000;
   size_t i = 0;
   auto next = [&]() -> uint8_t { return i < size ? data[i++] : 0; };
@@ -78,11 +84,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t op = next();
     const uint8_t arg = next();
     Task* t = tasks.empty() ? nullptr : &tasks[arg % tasks.size()];
-    switch (op % 9) {
+    switch (op % 11) {
       case 0:    // start a collective
       case 6: {  // start a Send or Recv, in the open group, no group, or an old one
         Task n;
-        n.p2p = op % 9 == 6;
+        n.p2p = op % 11 == 6;
         n.channels = 1 + arg % 8;
         if (n.p2p) {
           P2pEvent e;
@@ -94,9 +100,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           const int which = (arg >> 4) % 3;
           const int g = which == 0 ? open : which == 1 || groups.empty() ? -1 : arg % groups.size();
           e.group = g >= 0 ? groups[g].handle : nullptr;
+          // Its P2pApi under the open user group, or under the last one (maybe closed), or none.
+          int u = -1;
+          for (int k = static_cast<int>(groups.size()) - 1; (arg & 4) && k >= 0 && u < 0; --k) {
+            if (groups[k].user && ((arg & 2) || k == openUser)) u = k;
+          }
+          e.operation = u >= 0 ? EventPath::startP2pApi(groups[u].handle) : nullptr;
           n.handle = path->startP2p(*comm, e);
-          // It joins the open group even when it found no slot (and spoils it then).
-          if (g >= 0 && g == open) groups[g].joined = true;
+          // It joins its user group when that is open here, else the open plan's group, even
+          // when it found no slot (and spoils it then).
+          if (u >= 0 && u == openUser) {
+            groups[u].joined = true;
+          } else if (g >= 0 && g == open) {
+            groups[g].joined = true;
+          }
         } else {
           CollEvent e;
           e.func = "AllReduce";
@@ -162,6 +179,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           const int g = (arg & 1) && open >= 0 ? open : arg % static_cast<int>(groups.size());
           path->stop(groups[g].handle);
           if (g == open) closeOpen();
+          if (g == openUser) openUser = -1;
+        }
+        break;
+      case 9:  // open a user group (one left open is closed by it)
+        groups.push_back({path->startGroupApi(*comm), false, true});
+        openUser = static_cast<int>(groups.size()) - 1;
+        break;
+      case 10:  // stop the user group (its P2pApi's stop, or the GroupApi's)
+        if (openUser >= 0) {
+          if (arg & 1) path->stop(EventPath::startP2pApi(groups[openUser].handle));
+          path->stop(groups[openUser].handle);
+          openUser = -1;
         }
         break;
       default: {  // garbage handles of every kind
@@ -169,7 +198,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (int b = 0; b < 8; ++b) junk = junk << 8 | next();
         // A value with our handles' top bytes would be one of our handles (NCCL hands back
         // only what we gave it); stale ones come from completed tasks and closed groups above.
-        if ((junk >> 56) == 0xB7 || (junk >> 56) == 0xB8) junk ^= uintptr_t{1} << 63;
+        if ((junk >> 56) >= 0xB7 && (junk >> 56) <= 0xBA) junk ^= uintptr_t{1} << 63;
         void* h = reinterpret_cast<void*>(junk);
         path->startKernelChannel(h, arg % 70, clock);
         path->recordKernelChannelStop(h, clock);
@@ -178,34 +207,56 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     clock += 1000;
   }
-  // The rest of NCCL's events, in its order, so every task and group completes.
+  // The host's own stops of the groups still open, as NCCL sends them before a finalize.
   if (open >= 0) path->stop(groups[open].handle);
+  if (openUser >= 0) path->stop(groups[openUser].handle);
   uint64_t timed[2] = {0, 0};
-  for (Task& t : tasks) {
-    bool allTimed = true;
-    for (unsigned lane = 0; lane < t.channels; ++lane) {
-      if (lane == t.kernel.size()) {
-        unsigned ch = 0;  // an id the task has not used (8 lanes at most, 64 ids)
-        while (t.laneOf.count(ch) != 0) ++ch;
-        void* k = path->startKernelChannel(t.handle, ch, clock);
-        if (k == nullptr) die("a live task refused a channel it had a lane for");
-        t.laneOf[ch] = lane;
-        t.kernel.push_back(k);
-        t.kernelStopped.push_back(false);
-        t.timed.push_back(true);
-        path->recordKernelChannelStop(k, clock + 700);
-      }
-      if (!t.kernelStopped[lane]) {
-        path->stop(t.kernel[lane]);
-        t.kernelStopped[lane] = true;
-      }
-      allTimed = allTimed && t.timed[lane];
+  if (size % 2 == 1) {
+    // Finalized now: what is in flight is let go of; what was timed on every channel counts.
+    for (const Task& t : tasks) {
+      bool allTimed = t.kernel.size() == t.channels;
+      for (size_t lane = 0; allTimed && lane < t.timed.size(); ++lane) allTimed = t.timed[lane];
+      timed[t.p2p ? 1 : 0] += allTimed ? 1 : 0;
     }
-    if (!t.taskStopped) path->stop(t.handle);
-    timed[t.p2p ? 1 : 0] += allTimed ? 1 : 0;
+    path->abandon(*comm);
+    // Everything after the finalize is stale: it changes nothing.
+    for (Task& t : tasks) {
+      path->startKernelChannel(t.handle, 0, clock);
+      for (void* k : t.kernel) {
+        path->recordKernelChannelStop(k, clock + 700);
+        path->stop(k);
+      }
+      path->stop(t.handle);
+    }
+  } else {
+    // The rest of NCCL's events, in its order, so every task and group completes.
+    for (Task& t : tasks) {
+      bool allTimed = true;
+      for (unsigned lane = 0; lane < t.channels; ++lane) {
+        if (lane == t.kernel.size()) {
+          unsigned ch = 0;  // an id the task has not used (8 lanes at most, 64 ids)
+          while (t.laneOf.count(ch) != 0) ++ch;
+          void* k = path->startKernelChannel(t.handle, ch, clock);
+          if (k == nullptr) die("a live task refused a channel it had a lane for");
+          t.laneOf[ch] = lane;
+          t.kernel.push_back(k);
+          t.kernelStopped.push_back(false);
+          t.timed.push_back(true);
+          path->recordKernelChannelStop(k, clock + 700);
+        }
+        if (!t.kernelStopped[lane]) {
+          path->stop(t.kernel[lane]);
+          t.kernelStopped[lane] = true;
+        }
+        allTimed = allTimed && t.timed[lane];
+      }
+      if (!t.taskStopped) path->stop(t.handle);
+      timed[t.p2p ? 1 : 0] += allTimed ? 1 : 0;
+    }
   }
   if (path->slotsInUse() != inUseBefore) die("a completed task kept its slot");
   if (path->groupsInUse() != groupsBefore) die("a completed group kept its entry");
+  if (comm->references() != 1) die("a task or group kept its communicator");
   for (TaskKind kind : {TaskKind::Collective, TaskKind::P2p}) {
     const uint64_t want = timed[kind == TaskKind::P2p ? 1 : 0];
     if (comm->measured(kind) != want) {

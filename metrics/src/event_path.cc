@@ -273,8 +273,9 @@ void* EventPath::startP2p(CommMonitor& comm, const P2pEvent& e) {
   }
   comm.notePeer(op, e.peer);
   const MetricsSettings& s = comm.settings();
-  // A group is sampled whole (its ticket counts the opening thread's groups), or its exchange
-  // could never be complete; an operation outside a group by the communicator's count.
+  // A group is sampled whole (by its ticket: the user group's from v5, else the plan's, each a
+  // count of the opening thread's groups of its kind), or its exchange could never be
+  // complete; an operation outside a group by the communicator's count.
   const uint64_t ticket = detail::GroupTable::sequenceOf(e.group, e.operation);
   const uint64_t sequence = ticket != 0 ? ticket : comm.seen(TaskKind::P2p);
   if (s.sample > 1 && sequence % s.sample != 0) {

@@ -152,11 +152,7 @@ void FinishedComms::fold(Record& r, const CommReport& c) {
   }
   for (size_t i = 0; i < c.samples.size(); ++i) {
     const CallSamples::View& v = c.samples[i];
-    const SampleKey& k = v.key;
-    const std::tuple<uint64_t, uint64_t> id{
-        static_cast<uint64_t>(k.op) | uint64_t{k.algorithm} << 8 | uint64_t{k.protocol} << 16 |
-            uint64_t{k.channels} << 24,
-        k.messageBytes};
+    const uint64_t id = CallSamples::pack(v.key);
     auto it = r.samples.find(id);
     if (it == r.samples.end()) {
       if (r.samples.size() >= kMaxSamples) {
@@ -165,7 +161,7 @@ void FinishedComms::fold(Record& r, const CommReport& c) {
       }
       r.samples.emplace(id, into.samples.size());
       CallSamples::View fresh;
-      fresh.key = k;
+      fresh.key = v.key;
       merge(fresh, v);
       into.samples.push_back(std::move(fresh));
       into.sampleDecisions.push_back(i < c.sampleDecisions.size() ? c.sampleDecisions[i] : "NCCL");

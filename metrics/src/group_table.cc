@@ -166,16 +166,13 @@ uint32_t GroupTable::claim(Claim& group, CommMonitor& comm) {
 
 uint32_t GroupTable::join(void* planGroup, void* operation, CommMonitor& comm) {
   ThreadGroups& t = tGroups;
-  const uint64_t user = ticketIn(operation, kOperationMagic);
-  Claim* group = nullptr;
-  if (user != 0 && t.user.ticket == user && t.user.comm == &comm && t.user.table == this) {
-    group = &t.user;
-  } else {
-    const uint64_t plan = ticketIn(planGroup, kPlanMagic);
-    if (plan != 0 && t.plan.ticket == plan && t.plan.comm == &comm && t.plan.table == this) {
-      group = &t.plan;
-    }
-  }
+  // A group a handle names, when it is the one open on this thread for `comm`.
+  auto openHere = [&](const Claim& c, uint64_t ticket) {
+    return ticket != 0 && c.ticket == ticket && c.comm == &comm && c.table == this;
+  };
+  Claim* group = openHere(t.user, ticketIn(operation, kOperationMagic)) ? &t.user
+                 : openHere(t.plan, ticketIn(planGroup, kPlanMagic))    ? &t.plan
+                                                                        : nullptr;
   if (group == nullptr || group->claimFailed) return kNone;
   if (group->entry == kNone) {
     group->entry = claim(*group, comm);

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "pilot/metrics/event_path.h"
+#include "event_helpers.h"
 #include "pilot/metrics/runtime.h"
 #include "test_support.h"
 
@@ -59,18 +59,6 @@ class Queue {
 
 constexpr int kRanks = 4;
 
-void* collective(EventPath& path, CommMonitor& comm, unsigned channels, uint64_t seq) {
-  CollEvent e;
-  e.seqNumber = seq;
-  e.func = "AllReduce";
-  e.count = 1 << 14;
-  e.datatype = "ncclFloat32";
-  e.nChannels = channels;
-  e.algo = "RING";
-  e.proto = "LL";
-  return path.startCollective(comm, e);
-}
-
 TEST(ProfilerUnderLoad, FinalizeRacingTheProxiesGivesEverythingBack) {
   test::TempDir dir;
   MetricsRuntime runtime(test::mapEnv({{setting::kDir, dir.path()}, {setting::kInterval, "1"}}));
@@ -100,7 +88,8 @@ TEST(ProfilerUnderLoad, FinalizeRacingTheProxiesGivesEverythingBack) {
       for (int launch = 0; launch < 12; ++launch) {
         if (rng() % 3 != 0) {
           const unsigned channels = 1 + static_cast<unsigned>(rng() % 4);
-          void* task = collective(path, *comm, channels, static_cast<uint64_t>(launch));
+          void* task = events::startAllReduce(path, *comm, channels, static_cast<uint64_t>(launch),
+                                              1 << 14, "LL");
           if (rng() % 4 != 0) path.stop(task);  // else the host's stop is lost too
           if (task != nullptr) queue.push({task, channels});
           continue;
@@ -112,15 +101,8 @@ TEST(ProfilerUnderLoad, FinalizeRacingTheProxiesGivesEverythingBack) {
           for (int peer = 0; peer < kRanks; ++peer) {
             if (peer == id.rank || peer % 2 != plan) continue;
             for (const char* func : {"Send", "Recv"}) {
-              P2pEvent e;
-              e.func = func;
-              e.count = 4096;
-              e.datatype = "ncclInt8";
-              e.peer = peer;
-              e.nChannels = 2;
-              e.group = group;
-              e.operation = EventPath::startP2pApi(user);
-              void* task = path.startP2p(*comm, e);
+              void* task = events::startSendRecv(path, *comm, func, peer, group,
+                                                 EventPath::startP2pApi(user), 4096, 2);
               path.stop(task);
               if (task != nullptr) queue.push({task, 2});
             }

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "pilot/metrics/event_path.h"
+#include "event_helpers.h"
 
 namespace pilot::metrics {
 namespace {
@@ -17,33 +17,15 @@ constexpr uint64_t kStart = 1'000'000;
 
 struct Fixture {
   EventPath path;
-  CommMonitor* comm;
-  Fixture() {
-    path.reserve(4096);
-    MetricsSettings settings;
-    settings.enabled = true;
-    CommIdentity id;
-    id.nRanks = 4;
-    id.rank = 0;
-    comm = new CommMonitor(id, settings, {});
-  }
+  CommMonitor* comm = events::newMonitor(4, 0);
+  Fixture() { path.reserve(4096); }
   ~Fixture() { comm->release(); }
 
   void* send(void* group, int peer = 1) {
-    P2pEvent e;
-    e.func = "Send";
-    e.count = 4096;
-    e.datatype = "ncclInt8";
-    e.peer = peer;
-    e.nChannels = 1;
-    e.group = group;
-    return path.startP2p(*comm, e);
+    return events::startSendRecv(path, *comm, "Send", peer, group, nullptr, 4096);
   }
   void kernel(void* task, uint64_t ns) {
-    void* k = path.startKernelChannel(task, 3, kStart);
-    ASSERT_NE(k, nullptr);
-    path.recordKernelChannelStop(k, kStart + ns);
-    path.stop(k);
+    ASSERT_TRUE(events::runChannel(path, task, 3, kStart, ns));
   }
 };
 
@@ -118,14 +100,7 @@ TEST(GroupTable, TheExchangeNeedsEveryOtherRankBothWays) {
     void* group = f.path.startGroup(*f.comm);
     std::vector<void*> tasks;
     for (const auto& [func, peer] : ops) {
-      P2pEvent e;
-      e.func = func;
-      e.count = 1 << 20;
-      e.datatype = "ncclInt8";
-      e.peer = peer;
-      e.nChannels = 1;
-      e.group = group;
-      tasks.push_back(f.path.startP2p(*f.comm, e));
+      tasks.push_back(events::startSendRecv(f.path, *f.comm, func, peer, group, nullptr, 1 << 20));
     }
     for (void* t : tasks) f.path.stop(t);
     f.path.stop(group);

@@ -7,60 +7,34 @@
 #include <thread>
 #include <vector>
 
-#include "pilot/metrics/event_path.h"
+#include "event_helpers.h"
 
 namespace pilot::metrics {
 namespace {
 
 constexpr uint64_t kStart = 1'000'000;
 
-CommMonitor* newComm(int nRanks = 4, int rank = 0) {
-  MetricsSettings settings;
-  settings.enabled = true;
-  CommIdentity id;
-  id.nRanks = nRanks;
-  id.rank = rank;
-  return new CommMonitor(id, settings, {});
-}
+using events::newMonitor;
 
 void* allReduce(EventPath& path, CommMonitor& comm, unsigned channels, uint64_t seq = 0) {
-  CollEvent e;
-  e.seqNumber = seq;
-  e.func = "AllReduce";
-  e.count = 1 << 16;
-  e.datatype = "ncclFloat32";
-  e.nChannels = channels;
-  e.algo = "RING";
-  e.proto = "SIMPLE";
-  return path.startCollective(comm, e);
+  return events::startAllReduce(path, comm, channels, seq);
 }
 
 void* p2p(EventPath& path, CommMonitor& comm, const char* func, int peer, void* group,
           void* operation = nullptr) {
-  P2pEvent e;
-  e.func = func;
-  e.count = 1 << 16;
-  e.datatype = "ncclInt8";
-  e.peer = peer;
-  e.nChannels = 1;
-  e.group = group;
-  e.operation = operation;
-  return path.startP2p(comm, e);
+  return events::startSendRecv(path, comm, func, peer, group, operation);
 }
 
 /// One channel: start, GPU stop time, stop.
 void channel(EventPath& path, void* task, unsigned id, uint64_t ns) {
-  void* k = path.startKernelChannel(task, id, kStart);
-  ASSERT_NE(k, nullptr);
-  path.recordKernelChannelStop(k, kStart + ns);
-  path.stop(k);
+  ASSERT_TRUE(events::runChannel(path, task, id, kStart, ns));
 }
 
 TEST(Teardown, AFinalizeLetsGoOfItsTasksInFlightAndLaterEventsAreStale) {
   EventPath path;
   ASSERT_TRUE(path.reserve(64));
-  CommMonitor* comm = newComm();
-  CommMonitor* other = newComm();
+  CommMonitor* comm = newMonitor();
+  CommMonitor* other = newMonitor();
   // Aborted mid-flight: one channel timed and stopped, one started and never stopped, one
   // that never came; the task's own stop came ("enqueued").
   void* partial = allReduce(path, *comm, 3);
@@ -108,7 +82,7 @@ TEST(Teardown, AFinalizeLetsGoOfItsTasksInFlightAndLaterEventsAreStale) {
 TEST(Teardown, ASendRecvLetGoOfGivesItsGroupEntryBack) {
   EventPath path;
   ASSERT_TRUE(path.reserve(64));
-  CommMonitor* comm = newComm(2, 0);
+  CommMonitor* comm = newMonitor(2, 0);
   void* group = path.startGroup(*comm);
   void* send = p2p(path, *comm, "Send", 1, group);
   void* recv = p2p(path, *comm, "Recv", 1, group);
@@ -134,7 +108,7 @@ TEST(Teardown, HandlesStayExactWhenGenerationsWrapPastTheirBits) {
     SCOPED_TRACE(first);
     EventPath path;
     ASSERT_TRUE(path.reserve(1, first));
-    CommMonitor* comm = newComm();
+    CommMonitor* comm = newMonitor();
     std::vector<void*> done;
     for (uint64_t i = 0; i < 40; ++i) {
       void* task = allReduce(path, *comm, 2, i);
@@ -167,7 +141,7 @@ TEST(Teardown, HandlesStayExactWhenGenerationsWrapPastTheirBits) {
 TEST(Teardown, GroupTicketsStayApartWhenTheThreadsCountWraps) {
   EventPath path;
   ASSERT_TRUE(path.reserve(64));
-  CommMonitor* comm = newComm(2, 0);
+  CommMonitor* comm = newMonitor(2, 0);
   std::thread([&] {
     detail::GroupTable::setThreadGroupCount((uint64_t{1} << 40) - 3);  // wraps to 1 on the 3rd
     for (int i = 0; i < 6; ++i) {
@@ -189,7 +163,7 @@ TEST(Teardown, GroupTicketsStayApartWhenTheThreadsCountWraps) {
 TEST(Teardown, AGroupLeftOpenByAThreadThatExitedIsClosedByTheSweep) {
   EventPath path;
   ASSERT_TRUE(path.reserve(64));
-  CommMonitor* comm = newComm(2, 0);
+  CommMonitor* comm = newMonitor(2, 0);
   void* send = nullptr;
   std::thread([&] {
     void* group = path.startGroup(*comm);
@@ -231,7 +205,7 @@ TEST(Teardown, AUserGroupCutIntoPlansIsOneExchange) {
   // [v5+] A GroupApi over three plans (Group events) on its thread: one AlltoAll.
   EventPath path;
   ASSERT_TRUE(path.reserve(64));
-  CommMonitor* comm = newComm(4, 1);
+  CommMonitor* comm = newMonitor(4, 1);
   void* user = path.startGroupApi(*comm);
   std::vector<void*> tasks;
   for (int plan = 0; plan < 3; ++plan) {

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "netbench/driver.h"
 #include "netbench/log.h"
 #include "netbench/session.h"
 #include "netbench/spawn.h"
@@ -16,9 +17,6 @@
 
 namespace pilot::cli {
 namespace {
-
-/// The name nccl-pilot's net plugin gives NCCL (plugin/net/exports.cc).
-constexpr const char* kPilotNetName = "Pilot";
 
 /// netbench measures a transport, and nccl-pilot's library carries data only when asked: under
 /// its default NCCL_PILOT_TRANSPORT=auto it leaves Ethernet to NCCL's own Socket transport and

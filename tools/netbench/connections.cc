@@ -103,10 +103,10 @@ Expected<NetDeviceInfo> Endpoint::open() {
   if (*n <= 0) {
     std::string why = "the plugin reports " + std::to_string(*n) +
                       " devices (NCCL would skip it and use its internal transports)";
-    if (driver_.pluginName() == "Pilot") {
-      why += "; nccl-pilot's NCCL_PILOT_TRANSPORT=" +
-             std::string(std::getenv("NCCL_PILOT_TRANSPORT") ? std::getenv("NCCL_PILOT_TRANSPORT")
-                                                             : "auto") +
+    if (driver_.pluginName() == kPilotNetName) {
+      const char* transport = std::getenv("NCCL_PILOT_TRANSPORT");
+      why += std::string("; nccl-pilot's NCCL_PILOT_TRANSPORT=") +
+             (transport ? transport : "auto") +
              " leaves the data to NCCL: NCCL_PILOT_TRANSPORT=socket benchmarks its TCP transport";
     }
     return Error{why};

@@ -16,6 +16,10 @@
 
 namespace pilot::cli {
 
+/// The name nccl-pilot's net plugin gives NCCL (plugin/net/exports.cc): netbench asks for its
+/// transport when handed it (command.cc).
+inline constexpr const char* kPilotNetName = "Pilot";
+
 /// A device's properties, whatever the version (fields a version lacks hold NCCL's shim
 /// defaults).
 struct NetDeviceInfo {

@@ -59,6 +59,9 @@ class CallSamples {
   /// Every key with at least one call, in slot order.
   std::vector<View> snapshot() const;
 
+  /// A key as one word (its size below 2^44, as slotOf() admits), distinct per key.
+  static uint64_t pack(const SampleKey& key);
+
  private:
   struct Slot {
     std::atomic<uint64_t> key{0};  ///< packed key + 1; 0 = free
@@ -66,7 +69,6 @@ class CallSamples {
     std::atomic<uint64_t> calls{0}, sumNs{0}, minNs{UINT64_MAX}, maxNs{0};
   };
   static constexpr int kUnset = -1;
-  static uint64_t pack(const SampleKey& key);
   static SampleKey unpack(uint64_t packed);
 
   std::unique_ptr<Slot[]> slots_;

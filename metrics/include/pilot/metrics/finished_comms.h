@@ -20,6 +20,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "pilot/metrics/report.h"
 
@@ -49,9 +50,8 @@ class FinishedComms {
     std::string identity;  ///< the record's key (name and shape)
     CommReport report;
     std::map<std::tuple<bool, uint64_t>, size_t> keys;  ///< (other, packed fields) -> index
-    /// (operation, algorithm, protocol, channels), exact size -> index in report.samples
-    std::map<std::tuple<uint64_t, uint64_t>, size_t> samples;
-    std::string text;  ///< its summary lines as last rendered
+    std::map<uint64_t, size_t> samples;  ///< CallSamples::pack(key) -> index in report.samples
+    std::string text;                    ///< its summary lines as last rendered
   };
   void fold(Record& r, const CommReport& c);
 

@@ -363,5 +363,40 @@ TEST_F(ConditionsTest, RegBuff) {
   EXPECT_EQ(selected(1, -1), kRing * 3 + kSimple);
 }
 
+// explore= lines (written by `nccl-pilot fit`) mark cells for exploration and decide nothing.
+TEST(CompiledTable, ExploreMarksDecideNothingAndExcludeSlowAndKnownCells) {
+  const std::string text =
+      "allreduce size=4M..128M nodes=2 algo=ring proto=ll explore=slow\n"
+      "allreduce size=1M..8M nodes=2 algo=tree proto=simple explore=known\n"
+      "allreduce size=1M..8M nodes=2 algo=tree proto=ll explore=first\n"
+      "allreduce size=0..64K nodes=4 algo=tree proto=ll explore=slow\n"
+      "allreduce size=0..1K nodes=2 algo=tree proto=ll\n";
+  const CompiledTable t = compileText(text, CommShape::from(2, 2));
+  EXPECT_EQ(t.ruleCount(), 1u) << "marks are no rules";
+  EXPECT_EQ(firstLine(t, Collective::AllReduce, 8 << 20), 0) << "a mark never decides";
+  EXPECT_EQ(firstLine(t, Collective::AllReduce, 512), 5);
+  ASSERT_EQ(t.marks().size(), 3u) << "the nodes=4 mark is for another shape";
+  const int ringLL = kRing * 3 + kLL, treeSimple = kTree * 3 + kSimple;
+  EXPECT_EQ(t.exploreHints(Collective::AllReduce, 16 << 20).exclude, 1u << ringLL);
+  EXPECT_EQ(t.exploreHints(Collective::AllReduce, 4 << 20).exclude,
+            (1u << ringLL) | (1u << treeSimple))
+      << "first marks exclude nothing";
+  EXPECT_EQ(t.exploreHints(Collective::AllReduce, 1 << 19).exclude, 0u);
+  EXPECT_EQ(t.exploreHints(Collective::AllGather, 16 << 20).exclude, 0u);
+  // A restricting mark names every cell of its algorithms x protocols.
+  const CompiledTable r =
+      compileText("allgather size=1M.. algo=ring explore=known\n", CommShape::from(4, 4));
+  EXPECT_EQ(r.exploreHints(Collective::AllGather, 2 << 20).exclude, 7u << (kRing * 3));
+  // A context with only marks keeps NCCL's decisions.
+  auto ctx =
+      contextFor("allreduce size=4M.. algo=ring proto=ll explore=slow\n", CommShape::from(2, 2));
+  CostTable costs(7, 3);
+  const std::vector<float> before = costs.raw();
+  int channels = 0;
+  ctx->getCollInfo(4, 8 << 20, 1, costs.data(), 7, 3, 0, &channels);
+  EXPECT_EQ(costs.raw(), before);
+  EXPECT_EQ(channels, 0);
+}
+
 }  // namespace
 }  // namespace pilot::tuner

@@ -161,7 +161,7 @@ TEST(TableParserErrors, UnknownKey) {
   EXPECT_TRUE(contains(m, "unknown key 'colour'")) << m;
   EXPECT_TRUE(contains(m,
                        "size, algo, proto, nodes, ranks, rpn, pipeops, regbuff, channels, "
-                       "chunk, fabric, nccl, expect, per-rank"))
+                       "chunk, fabric, nccl, expect, explore, per-rank"))
       << m;
 }
 
@@ -691,6 +691,21 @@ TEST(LoadTableFile, FileAtTheSizeLimitIsParsed) {
   ASSERT_EQ(parsed.diagnostics.size(), 1u);
   EXPECT_EQ(parsed.diagnostics[0].line, 1);
   EXPECT_TRUE(contains(parsed.diagnostics[0].message, "longer than"));
+}
+
+TEST(TableParser, ExploreMarks) {
+  const Rule r = parseOne("allreduce size=4M..128M nodes=2 algo=ring proto=ll explore=slow");
+  EXPECT_TRUE(r.isMark());
+  EXPECT_EQ(r.explore, ExploreMark::Slow);
+  EXPECT_EQ(parseOne("allreduce algo=tree explore=KNOWN").explore, ExploreMark::Known);
+  EXPECT_EQ(parseOne("allreduce proto=ll explore=first").explore, ExploreMark::First);
+  EXPECT_FALSE(parseOne("allreduce algo=tree").isMark());
+  EXPECT_EQ(formatRule(r), "allreduce size=4M..128M algo=ring proto=ll nodes=2 explore=slow");
+  EXPECT_TRUE(
+      contains(parseError("allreduce algo=ring explore=maybe"), "not slow, known or first"));
+  EXPECT_TRUE(contains(parseError("allreduce explore=slow"), "name the cells"));
+  EXPECT_TRUE(contains(parseError("allreduce algo=ring channels=4 explore=known"), "takes no"));
+  EXPECT_TRUE(contains(parseError("allreduce algo=ring explore=known explore=slow"), "twice"));
 }
 
 }  // namespace

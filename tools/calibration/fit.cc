@@ -62,7 +62,8 @@ int runFit(const FitArgs& a) {
     const std::string table = calibration::tableText(result);
     // The table must load exactly as written: anything else is a bug here, not in the data.
     const tuner::ParsedTable check = tuner::parseTable(table, a.output);
-    if (!check.diagnostics.empty() || check.table.rules.size() != result.rules.size()) {
+    if (!check.diagnostics.empty() ||
+        check.table.rules.size() != result.rules.size() + result.marks.size()) {
       const auto& d = check.diagnostics;
       return reportError("internal error: the fitted table does not load cleanly" +
                          (d.empty()
@@ -72,7 +73,9 @@ int runFit(const FitArgs& a) {
     if (Status s = writeFile(a.output, table); !s.ok()) return reportError(s.error());
     std::cout << calibration::reportText(result, calibration::fitChoices(result));
     std::cout << "wrote " << a.output << ": " << result.rules.size()
-              << (result.rules.size() == 1 ? " rule" : " rules") << "\n";
+              << (result.rules.size() == 1 ? " rule" : " rules");
+    if (!result.marks.empty()) std::cout << ", " << result.marks.size() << " exploration marks";
+    std::cout << "\n";
     if (!a.holdout.empty()) {
       // The same table, scored on the runs it was fitted on and on sweeps it never saw.
       const calibration::TableScore in =

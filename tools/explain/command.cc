@@ -320,6 +320,9 @@ int runExplain(const ExplainOptions& opts) {
               << "another fabric only (fabric=), " << compiled.droppedByNccl()
               << " for other NCCL releases only (nccl=)\n";
   }
+  for (const tuner::CompiledTable::Mark& m : compiled.marks()) {
+    if (m.coll == *coll) ctx.marks.push_back(m);
+  }
   const bool tableOff = abi == 2 && (!cells->ncclAlgo.empty() || !cells->ncclProto.empty());
   auto probes =
       probeAll(ProbeContext{**driver, compiled, ctx, tableOff}, *minBytes, *maxBytes, lib->path());

@@ -24,6 +24,34 @@ std::string choiceText(const Decision& d) {
   return d.allowed.empty() ? "(nothing usable)" : "NCCL's choice";
 }
 
+/// "Ring/LL Tree/Simple" for a mark's cells (bit algo * 3 + protocol).
+std::string markCells(uint32_t cells) {
+  std::string s;
+  for (int a = 0; a < tuner::kNumAlgorithms; ++a) {
+    for (int p = 0; p < tuner::kNumProtocols; ++p) {
+      if (!(cells & (1u << (a * tuner::kNumProtocols + p)))) continue;
+      s += (s.empty() ? "" : " ") +
+           std::string(tuner::algorithmDisplayName(static_cast<tuner::Algorithm>(a))) + "/" +
+           tuner::protocolDisplayName(static_cast<tuner::Protocol>(p));
+    }
+  }
+  return s;
+}
+
+const char* markMeaning(tuner::ExploreMark mark) {
+  switch (mark) {
+    case tuner::ExploreMark::Slow:
+      return "measured clearly slower than the best here; never explored again";
+    case tuner::ExploreMark::Known:
+      return "measured enough, not clearly slower; not explored again";
+    case tuner::ExploreMark::First:
+      return "measured too little; the next exploring job tries it";
+    case tuner::ExploreMark::None:
+      break;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string formatSize(uint64_t bytes) {
@@ -92,6 +120,13 @@ void printExplainText(std::ostream& out, const ExplainContext& ctx,
     rule += (c > 0 ? "-+-" : "") + std::string(width[c], '-');
   out << rule << "\n";
   for (const auto& row : rows) printRow(row);
+  if (ctx.marks.empty()) return;
+  out << "\nexploration (explore= lines, written by `nccl-pilot fit`; what a job with "
+         "NCCL_PILOT_TUNER_EXPLORE still tries):\n";
+  for (const tuner::CompiledTable::Mark& m : ctx.marks) {
+    out << "  " << formatSize(m.sizeLo) << " .. " << formatSize(m.sizeHi) << "  "
+        << markCells(m.cells) << ": " << markMeaning(m.mark) << " (line " << m.line << ")\n";
+  }
 }
 
 nlohmann::ordered_json explainJson(const ExplainContext& ctx,
@@ -130,6 +165,15 @@ nlohmann::ordered_json explainJson(const ExplainContext& ctx,
     list.push_back(std::move(j));
   }
   out["ranges"] = std::move(list);
+  json marks = json::array();
+  for (const tuner::CompiledTable::Mark& m : ctx.marks) {
+    marks.push_back({{"min", m.sizeLo},
+                     {"max", m.sizeHi},
+                     {"explore", tuner::exploreMarkName(m.mark)},
+                     {"cells", markCells(m.cells)},
+                     {"line", m.line}});
+  }
+  out["explore_marks"] = std::move(marks);
   return out;
 }
 

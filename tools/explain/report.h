@@ -10,6 +10,7 @@
 
 #include "explain/model.h"
 #include "pilot/core/fabric.h"
+#include "pilot/tuner/compiled_table.h"
 
 namespace pilot::cli {
 
@@ -25,6 +26,8 @@ struct ExplainContext {
   int regBuff = 0;
   CellMask usable;
   Fabric fabric = Fabric::Ethernet;  ///< what the table's fabric= keys were matched with
+  /// The table's `explore=` lines for this collective and shape, in file order.
+  std::vector<tuner::CompiledTable::Mark> marks = {};
 };
 
 /// A byte count readable at a glance yet exact: 64K, 8M, 64K+1, 128K-1, 4M+15, 2816K-1, 1000.

@@ -91,7 +91,27 @@ CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& 
     const bool fabricOk = fabricAdmits(r, facts), ncclOk = ncclAdmits(r, facts);
     out.droppedByFabric_ += fabricOk ? 0 : 1;
     out.droppedByNccl_ += ncclOk ? 0 : 1;
-    if (fabricOk && ncclOk) out.rules_.push_back(r);
+    if (!fabricOk || !ncclOk) continue;
+    if (!r.isMark()) {
+      out.rules_.push_back(r);
+      continue;
+    }
+    // A mark decides nothing: it stays out of the lanes, kept for exploreHints().
+    for (int ci = 0; ci < kNumCollectives; ++ci) {
+      const Collective c = static_cast<Collective>(ci);
+      if (!(r.collectives & bit(c))) continue;
+      std::optional<Range> range = totalBytesRange(r, c, shape.nRanks);
+      if (!range) continue;
+      uint32_t cells = 0;
+      for (int a = 0; a < kNumAlgorithms; ++a) {
+        for (int p = 0; p < kNumProtocols; ++p) {
+          const bool algoOk = r.algorithms == 0 || (r.algorithms & (1u << a));
+          const bool protoOk = r.protocols == 0 || (r.protocols & (1u << p));
+          if (algoOk && protoOk) cells |= 1u << (a * kNumProtocols + p);
+        }
+      }
+      out.marks_.push_back({c, range->lo, range->hi, cells, r.explore, r.line});
+    }
   }
   const uint32_t n = static_cast<uint32_t>(out.rules_.size());
   for (int ci = 0; ci < kNumCollectives; ++ci) {
@@ -208,6 +228,15 @@ const CompiledTable::Interval* CompiledTable::search(const Lane& lane, size_t bu
       hi = mid;
   }
   return iv + lo;
+}
+
+ExploreHints CompiledTable::exploreHints(Collective coll, uint64_t nBytes) const {
+  ExploreHints h;
+  for (const Mark& m : marks_) {
+    if (m.coll != coll || nBytes < m.sizeLo || nBytes > m.sizeHi) continue;
+    if (m.mark == ExploreMark::Slow || m.mark == ExploreMark::Known) h.exclude |= m.cells;
+  }
+  return h;
 }
 
 PlainSelect PlainSelect::of(const HotRule& h) {

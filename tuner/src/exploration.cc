@@ -18,6 +18,13 @@ uint32_t countBits(uint32_t v) {
   return (((v + (v >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
 }
 
+/// `mask` without its first `skip` (mod its count) set bits; 0 stays 0.
+uint32_t dropFirst(uint32_t mask, uint64_t skip) {
+  if (mask == 0) return 0;
+  for (uint32_t n = static_cast<uint32_t>(skip % countBits(mask)); n > 0; --n) mask &= mask - 1;
+  return mask;
+}
+
 }  // namespace
 
 Expected<ExploreSettings> readExploreSettings(const EnvLookup& env) {
@@ -36,19 +43,21 @@ Expected<ExploreSettings> readExploreSettings(const EnvLookup& env) {
 }
 
 std::string exploreDigest(const ExploreSettings& settings, const std::string& tableSha256) {
-  char line[160];
-  std::snprintf(line, sizeof line, "explore-v1 fraction=%.6f bound=%.3f table=", settings.fraction,
-                static_cast<double>(settings.costBound));
+  using S = ExploreSchedule;
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "explore-v2 budget=%.6f gap=%llu margin=%.3f spend=%.3f window=%.3f rounds=%u "
+                "table=",
+                settings.fraction, static_cast<unsigned long long>(S::kDueGap), S::kMargin,
+                S::kSpend, S::kWindow, S::kRounds);
   return sha256Hex(std::string(line) + tableSha256).substr(0, 8);
 }
 
 Explorer::Explorer(const ExploreSettings& settings, uint64_t commId)
     : commId_(commId),
-      // At most 2^32 - 1, so that gapAfter's product stays in 64 bits (fractions below 5e-10).
-      gapRange_(settings.on()
-                    ? static_cast<uint64_t>(std::min(2.0 / settings.fraction - 0.5, 4294967295.0))
-                    : 1),
-      costBound_(settings.costBound),
+      // A call that may explore stands for the mean gap's calls: (kDueGap + 1) / 2.
+      perCall_(settings.fraction * ExploreSchedule::kSpend *
+               static_cast<double>(ExploreSchedule::kDueGap + 1) / 2.0),
       commSalt_(mix64(commId)),
       next_(settings.on() ? gapAfter(~uint64_t{0}) - 1 : ~uint64_t{0}),
       sets_(new Set[kKeys / kWays]) {}
@@ -58,14 +67,22 @@ uint64_t Explorer::keyOf(int collType, uint64_t nBytes) const noexcept {
 }
 
 uint64_t Explorer::gapAfter(uint64_t n) const noexcept {
-  // 1 + floor(u x range) for u uniform in [0, 1) from the hash: 1 .. range, mean (range + 1) / 2
-  // = 1 / fraction. Integers only: the same on every rank.
-  return 1 + (((mix64(commSalt_ + n) >> 32) * gapRange_) >> 32);
+  // 1 + floor(u x kDueGap) for u uniform in [0, 1) from the hash. Integers only: the same on
+  // every rank.
+  return 1 + (((mix64(commSalt_ + n) >> 32) * ExploreSchedule::kDueGap) >> 32);
 }
 
 bool Explorer::dueAt(uint64_t n) noexcept {
   next_.store(n + gapAfter(n), std::memory_order_relaxed);
   return !graphCaptured(commId_);  // graph_capture.h: an alternative would replay forever
+}
+
+void Explorer::fund(double pickCost) noexcept {
+  // Every rank adds the same numbers in the same order: the sums are bit-identical.
+  budget_.store(budget_.load(std::memory_order_relaxed) + perCall_ * pickCost,
+                std::memory_order_relaxed);
+  costSum_.store(costSum_.load(std::memory_order_relaxed) + pickCost, std::memory_order_relaxed);
+  funded_.store(funded_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 Explorer::Entry* Explorer::entryOf(uint64_t key) noexcept {
@@ -81,57 +98,57 @@ Explorer::Entry* Explorer::entryOf(uint64_t key) noexcept {
   return nullptr;  // the set is full
 }
 
-namespace {
-
-/// `mask` without its first `skip` (mod its count) set bits.
-uint32_t dropFirst(uint32_t mask, uint64_t skip) {
-  for (uint32_t n = static_cast<uint32_t>(skip % countBits(mask)); n > 0; --n) mask &= mask - 1;
-  return mask;
-}
-
-}  // namespace
-
-int Explorer::anyTurn(uint64_t key, uint32_t mask) noexcept {
-  if (mask == 0) return -1;
-  const uint64_t count = explorations_.load(std::memory_order_relaxed);
-  explorations_.store(count + 1, std::memory_order_relaxed);
-  return __builtin_ctz(dropFirst(mask, count + (key >> 40)));
-}
-
-int Explorer::nextTurn(Entry& e, uint64_t key, uint32_t found) noexcept {
-  // state: the candidates | kFound (high half) and those not yet run in this round (low half).
-  uint32_t round = 0;
-  if (found != 0) {
-    // The pair's first round starts at a candidate of its own, so sizes do not all try the
-    // same cell first.
-    if (found != kFound) round = dropFirst(found & ~kFound, key >> 40);
-  } else {
-    const uint64_t state = e.state.load(std::memory_order_relaxed);
-    found = static_cast<uint32_t>(state >> 32);
-    round = static_cast<uint32_t>(state);
+int Explorer::nextTurn(Entry* e, uint64_t key, uint64_t found, const float* costs,
+                       double pickCost) noexcept {
+  using S = ExploreSchedule;
+  const uint64_t state = found != 0 ? found : e->state.load(std::memory_order_relaxed);
+  const uint32_t set = static_cast<uint32_t>(state) & kCellMask;
+  // The window: what one exploration may cost, from the communicator's mean call.
+  const double window = S::kWindow * costSum_.load(std::memory_order_relaxed) /
+                        static_cast<double>(funded_.load(std::memory_order_relaxed));
+  auto charge = [&](int c) { return S::kMargin * static_cast<double>(costs[c]) - pickCost; };
+  uint32_t eligible = 0;
+  for (uint32_t m = set; m != 0; m &= m - 1) {
+    const int c = __builtin_ctz(m);
+    if (costs[c] >= 0.0f && charge(c) <= window) eligible |= uint32_t{1} << c;
   }
-  const uint32_t mask = found & ~kFound;
-  if (mask == 0) {
-    e.state.store(static_cast<uint64_t>(found) << 32, std::memory_order_relaxed);
-    return -1;
+  uint32_t rest = static_cast<uint32_t>(state >> 32) & eligible;
+  uint32_t rounds = static_cast<uint32_t>(state >> 21) & 1023;
+  if (rest == 0 && rounds < S::kRounds) {  // a new round over what the window admits now
+    rest = eligible;
+    rounds += eligible != 0 ? 1 : 0;
   }
-  if (round == 0) round = mask;
-  const int cell = __builtin_ctz(round);
-  e.state.store(static_cast<uint64_t>(found) << 32 | (round & (round - 1)),
-                std::memory_order_relaxed);
-  explorations_.store(explorations_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  // Without an entry no turns are kept: the communicator's count takes turns.
+  const uint32_t turn =
+      e != nullptr
+          ? rest
+          : dropFirst(eligible, explorations_.load(std::memory_order_relaxed) + (key >> 40));
+  int cell = -1;
+  if (turn != 0) {
+    const int next = __builtin_ctz(turn);
+    const double cost = std::max(0.0, charge(next));
+    const double budget = budget_.load(std::memory_order_relaxed);
+    if (cost <= budget) {  // else the turn waits for the budget
+      budget_.store(budget - cost, std::memory_order_relaxed);
+      explorations_.store(explorations_.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+      rest &= ~(uint32_t{1} << next);
+      cell = next;
+    }
+  }
+  if (e != nullptr) {
+    e->state.store(
+        static_cast<uint64_t>(rest) << 32 | kFound | static_cast<uint64_t>(rounds) << 21 | set,
+        std::memory_order_relaxed);
+  }
   return cell;
 }
 
-uint32_t Explorer::candidates(const float* ncclCosts, int numCells, float costBound,
-                              int decided) noexcept {
+uint32_t Explorer::candidates(const float* ncclCosts, int numCells, int decided) noexcept {
   if (numCells <= 0 || numCells > kMaxExploreCells) return 0;
-  const int cheapest = cheapestCell(ncclCosts, numCells);
-  if (cheapest < 0) return 0;
-  const float limit = ncclCosts[cheapest] * costBound;
   uint32_t mask = 0;
   for (int c = 0; c < numCells; ++c) {
-    if (c != decided && ncclCosts[c] >= 0.0f && ncclCosts[c] <= limit) mask |= uint32_t{1} << c;
+    if (c != decided && ncclCosts[c] >= 0.0f) mask |= uint32_t{1} << c;
   }
   return mask;
 }

@@ -209,6 +209,13 @@ Rule parseCsvLine(std::string_view line) {
   return r;
 }
 
+ExploreMark parseExploreMark(std::string_view value) {
+  if (text::equalsIgnoreCase(value, "slow")) return ExploreMark::Slow;
+  if (text::equalsIgnoreCase(value, "known")) return ExploreMark::Known;
+  if (text::equalsIgnoreCase(value, "first")) return ExploreMark::First;
+  fail("explore: " + quoted(value) + " is not slow, known or first");
+}
+
 /// allreduce size=0..64K algo=tree proto=ll nodes=2 ranks=16 rpn=8 pipeops=1 regbuff=0
 ///           channels=8 chunk=128K per-rank
 Rule parseNativeLine(std::string_view line) {
@@ -264,16 +271,40 @@ Rule parseNativeLine(std::string_view line) {
       once(12, key), r.ncclVersions = parseVersions(value);
     } else if (key == "expect") {
       once(13, key), r.expected = parseExpected(value);
+    } else if (key == "explore") {
+      once(14, key), r.explore = parseExploreMark(value);
     } else {
       fail("unknown key " + quoted(key) +
            " (expected size, algo, proto, nodes, ranks, rpn, pipeops, regbuff, channels, chunk, "
-           "fabric, nccl, expect, per-rank)");
+           "fabric, nccl, expect, explore, per-rank)");
+    }
+  }
+  if (r.isMark()) {
+    // A mark names cells and decides nothing: no per-call condition or setting of a rule.
+    if (!r.namesChoice()) fail("explore: name the cells it marks with algo= and/or proto=");
+    if (r.channels != 0 || r.chunkBytes != 0 || !r.expected.empty() || !r.pipeOps.any() ||
+        r.regBuff >= 0) {
+      fail("explore: a mark takes no channels, chunk, expect, pipeops or regbuff");
     }
   }
   return r;
 }
 
 }  // namespace
+
+const char* exploreMarkName(ExploreMark mark) {
+  switch (mark) {
+    case ExploreMark::Slow:
+      return "slow";
+    case ExploreMark::Known:
+      return "known";
+    case ExploreMark::First:
+      return "first";
+    case ExploreMark::None:
+      break;
+  }
+  return "";
+}
 
 bool Rule::selectsOneCell() const {
   return singleBit(algorithms) && singleBit(protocols);
@@ -403,6 +434,7 @@ std::string formatRule(const Rule& r) {
          << (v.hi == kAny ? "" : version(v.hi, true));
     }
   }
+  if (r.isMark()) os << " explore=" << exploreMarkName(r.explore);
   if (!r.expected.empty()) {
     os << " expect=";
     const char* sep = "";

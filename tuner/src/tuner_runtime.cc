@@ -60,8 +60,14 @@ void TunerContext::explore(int collType, uint64_t nBytes, int numPipeOps, float*
     decide(collType, nBytes, numPipeOps, scratch, numAlgo, numProto, -1, &channels);
     return cheapestCell(scratch, cells);
   };
-  const int cell = costTable != nullptr && numAlgo > 0 && numProto > 0 && cells <= kMaxExploreCells
-                       ? explorer_->cellFor(collType, nBytes, costTable, cells, decided)
+  auto hints = [&]() {
+    return compiled_ && numProto == kNumProtocols
+               ? compiled_->exploreHints(static_cast<Collective>(collType), nBytes)
+               : ExploreHints{};
+  };
+  const int cell = costTable != nullptr && numAlgo > 0 && numProto > 0 &&
+                           cells <= kMaxExploreCells && validCollective(collType)
+                       ? explorer_->cellFor(collType, nBytes, costTable, cells, decided, hints)
                        : -1;
   if (cell < 0) {  // nothing NCCL left usable within the bound: the decision stands
     decide(collType, nBytes, numPipeOps, costTable, numAlgo, numProto, regBuff, nChannels);
@@ -327,17 +333,19 @@ const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log, const ProcessFac
     if (!provenance.empty()) provenance += ", ";
     provenance += key + " " + value;
   }
-  size_t withFabric = 0, withNccl = 0, fabricKept = 0, ncclKept = 0;
+  size_t withFabric = 0, withNccl = 0, fabricKept = 0, ncclKept = 0, marks = 0;
   for (const Rule& r : parsed.table.rules) {
+    marks += r.isMark() ? 1 : 0;
     withFabric += r.fabrics != 0 ? 1 : 0;
     withNccl += r.ncclVersions.any() ? 0 : 1;
     fabricKept += r.fabrics != 0 && fabricAdmits(r, facts) ? 1 : 0;
     ncclKept += !r.ncclVersions.any() && ncclAdmits(r, facts) ? 1 : 0;
   }
   PILOT_LOG(log, Info, subsys::Init | subsys::Tuning,
-            "loaded %zu rules from %s (sha256 %s, %zu lines skipped)%s%s",
+            "loaded %zu rules from %s (sha256 %s, %zu lines skipped)%s%s%s",
             parsed.table.rules.size(), path->c_str(),
             parsed.table.sha256.substr(0, kLoggedDigest).c_str(), parsed.diagnostics.size(),
+            marks == 0 ? "" : ("; " + std::to_string(marks) + " of them exploration marks").c_str(),
             provenance.empty() ? "" : "; ", provenance.c_str());
   PILOT_LOG(log, Info, subsys::Init | subsys::Tuning,
             "matching %s: fabric= on %zu rules (%zu hold), nccl= on %zu rules (%zu hold)",
@@ -424,12 +432,12 @@ Expected<std::unique_ptr<Explorer>> TunerRuntime::explorerFor(const Loaded& load
     return std::unique_ptr<Explorer>();
   }
   PILOT_LOG(logger, Info, subsys::Init | subsys::Tuning,
-            "communicator %llu ranks on %llu nodes: exploring %g of the calls of each "
-            "(collective, size), alternatives within %gx of NCCL's predicted cost; schedule "
-            "digest %s (the fraction, the bound and table %s: it must be the same on every rank)",
+            "communicator %llu ranks on %llu nodes: exploring within %g%% of NCCL's predicted "
+            "time, the cheap calls first (an alternative is charged %gx NCCL's cost of it); "
+            "schedule digest %s (the budget and table %s: it must be the same on every rank)",
             static_cast<unsigned long long>(params.nRanks),
-            static_cast<unsigned long long>(params.nNodes), loaded.explore.fraction,
-            static_cast<double>(loaded.explore.costBound), digest.c_str(),
+            static_cast<unsigned long long>(params.nNodes), 100.0 * loaded.explore.fraction,
+            ExploreSchedule::kMargin, digest.c_str(),
             tableSha.empty() ? "none" : tableSha.substr(0, kLoggedDigest).c_str());
   return std::make_unique<Explorer>(loaded.explore, params.commId);
 }

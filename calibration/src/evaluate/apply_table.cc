@@ -32,7 +32,7 @@ int firstMatchingRule(const tuner::TuningTable& table, const Shape& shape, uint6
   const uint64_t version = versionCode(shape.ncclVersion);
   for (size_t k = 0; k < table.rules.size(); ++k) {
     const tuner::Rule& r = table.rules[k];
-    if ((r.collectives & tuner::bit(*coll)) == 0) continue;
+    if (r.isMark() || (r.collectives & tuner::bit(*coll)) == 0) continue;  // marks decide nothing
     const bool perRank =
         r.perRankSize && key.ranks > 0 &&
         (*coll == tuner::Collective::AllGather || *coll == tuner::Collective::ReduceScatter);

@@ -22,6 +22,14 @@ ShapeEvidence assessCallsEvidence(const Shape& shape, const FitOptions& options)
 void keepTableChoices(const Shape& shape, const std::vector<bool>& expressible,
                       std::vector<Decision>& decisions);
 
+/// Per-call samples: one `explore=` mark per cell and run of adjacent measured sizes where the
+/// cell measured clearly slower than the fastest (slow), enough (known, kKnownCalls) or too
+/// little (first). `choices` holds each series' table choice (parallel to Shape::series),
+/// `base` the shape's keys.
+void addExploreMarks(const Shape& shape, const std::vector<tuner::Rule>& choices,
+                     const tuner::Rule& base, const FitOptions& options,
+                     std::vector<FittedRule>& marks);
+
 /// The shape's rule keys (nccl=, fabric=) from the options or the runs, with the line that says
 /// where they came from (ShapeFit::keys).
 void assignKeys(const Shape& shape, const FitOptions& options, ShapeFit& fit);

@@ -117,6 +117,16 @@ std::string tableText(const FitResult& r) {
   for (const FittedRule& rule : r.rules) {
     os << "\n# " << oneLine(rule.comment) << "\n" << tuner::formatRule(rule.rule) << "\n";
   }
+  if (!r.marks.empty()) {
+    os << "\n# Exploration marks (explore=): what the jobs measured of each alternative. They "
+          "decide\n"
+          "# nothing; a job with NCCL_PILOT_TUNER_EXPLORE does not try again a cell marked slow\n"
+          "# (clearly slower than the fastest measured) or known (measured enough), and spends\n"
+          "# its budget on the rest. Fit again on all the jobs' metrics to carry them on.\n";
+    for (const FittedRule& mark : r.marks) {
+      os << "# " << oneLine(mark.comment) << "\n" << tuner::formatRule(mark.rule) << "\n";
+    }
+  }
   return os.str();
 }
 

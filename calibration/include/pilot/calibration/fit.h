@@ -48,6 +48,9 @@ constexpr double kMinTwinSigma = 0.02;
 /// kMinCalls calls of its own at that size (and the baseline too).
 constexpr double kCallsDeviations = 2.0;
 constexpr uint64_t kMinCalls = 6;
+/// Per-call samples: calls of an alternative at a size (pooled over ranks and jobs) past which
+/// more exploring would add little; the table marks it `explore=known` (explore_marks.cc).
+constexpr uint64_t kKnownCalls = 24;
 /// expect= points a rule carries at most (the table parser's limit).
 constexpr size_t kMaxExpectPoints = tuner::kMaxExpectedTimes;
 
@@ -233,7 +236,9 @@ struct FitResult {
   std::vector<Decision> decisions;
   std::vector<NodeModelReport> nodeModels;
   std::vector<NodeRange> nodeRanges;
-  std::vector<FittedRule> rules;   ///< in table order
+  std::vector<FittedRule> rules;  ///< in table order
+  /// `explore=` marks from per-call samples: what the next exploring job skips (after the rules)
+  std::vector<FittedRule> marks;
   std::vector<std::string> notes;  ///< warnings for the user, one line each
   std::string ncclVersion;         ///< when every run agrees, else ""
 };

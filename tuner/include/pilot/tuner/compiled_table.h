@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "pilot/tuner/exploration.h"
 #include "pilot/tuner/process_facts.h"
 #include "pilot/tuner/table.h"
 
@@ -113,10 +114,23 @@ class CompiledTable {
   template <typename Visit>
   const Rule* firstMatch(Collective coll, uint64_t nBytes, Visit&& visit) const;
 
+  /// One `explore=` line for one collective of this shape.
+  struct Mark {
+    Collective coll;
+    uint64_t sizeLo, sizeHi;  ///< total bytes
+    uint32_t cells;           ///< bit algo * kNumProtocols + proto
+    ExploreMark mark;
+    int line;
+  };
+  const std::vector<Mark>& marks() const { return marks_; }
+
+  /// What the table's `explore=` marks say of (coll, nBytes)'s cells (a scan of the marks: asked
+  /// once per pair, when exploration first meets it).
+  ExploreHints exploreHints(Collective coll, uint64_t nBytes) const;
   const Rule& rule(uint32_t index) const { return rules_[index]; }
   uint32_t indexOf(const Rule* r) const { return static_cast<uint32_t>(r - rules_.data()); }
   size_t ruleCount() const { return rules_.size(); }
-  bool empty() const { return rules_.empty(); }
+  bool empty() const { return rules_.empty(); }  ///< no rule decides (marks may remain)
   const CommShape& shape() const { return shape_; }
   /// Rules of the table that matched the shape but not the facts' fabric (nccl version).
   size_t droppedByFabric() const { return droppedByFabric_; }
@@ -161,7 +175,8 @@ class CompiledTable {
   static void buildIndex(Lane& lane);
 
   CommShape shape_;
-  std::vector<Rule> rules_;
+  std::vector<Rule> rules_;  ///< the rules that decide (no marks)
+  std::vector<Mark> marks_;
   size_t droppedByFabric_ = 0, droppedByNccl_ = 0;
   Lane lanes_[kNumCollectives];
 };

@@ -1,7 +1,12 @@
 // In-job exploration (NCCL_PILOT_TUNER_EXPLORE, docs/calibration.md "Calibrate from your jobs"):
-// a small share of the calls of each (communicator, collective, size) runs an alternative
-// algorithm x protocol instead of the table's or NCCL's choice, so that the profiler measures
-// the alternatives under the job's real traffic and `nccl-pilot fit` can learn from them.
+// some calls of each (communicator, collective, size) run an alternative algorithm x protocol
+// instead of the table's or NCCL's choice, so that the profiler measures the alternatives under
+// the job's real traffic and `nccl-pilot fit` can learn from them.
+//
+// The setting is a budget of the job's time, not of its calls: 0.05 lets exploration add at most
+// about 5% to the time NCCL's own choices take. Exploring a 128 MiB all-reduce on a slow cell
+// costs as much as thousands of 8-byte explorations, so the calls that explore are mostly the
+// cheap ones, where NCCL's model is also most often wrong (issue 29).
 //
 // Every rank must run the same cell for the same collective, or the job hangs. The schedule
 // therefore depends only on what every rank sees alike: the communicator id (NCCL's commHash)
@@ -20,19 +25,36 @@
 
 namespace pilot::tuner {
 
-/// An alternative is tried only where NCCL's own predicted cost of it is at most this many
-/// times the cheapest usable cell's: with fraction f, a job costs at most f x (bound - 1) more
-/// than NCCL alone where NCCL's model holds (5% x 1 = 5% at the defaults).
-constexpr float kExploreCostBound = 2.0f;
-/// The largest share of calls that may explore; more would be a benchmark, not a job.
+/// The largest budget: more would be a benchmark, not a job.
 constexpr double kMaxExploreFraction = 0.25;
 /// NCCL's cost tables are 7 x 3 cells; anything larger is not explored (the candidates of a
-/// pair are a 32-bit mask with one bit of its own).
-constexpr int kMaxExploreCells = 31;
+/// pair are a mask of 21 bits).
+constexpr int kMaxExploreCells = 21;
+
+/// The schedule's constants (docs/calibration.md "Exploration: the tuner"; measured in the
+/// simulator with NCCL's own cost model, tests/sim).
+struct ExploreSchedule {
+  /// Calls that may explore come 1 .. kDueGap calls apart (mean 6.5: about 15% of each size's
+  /// calls), wherever the budget allows: no size ever explores a quarter of its calls.
+  static constexpr uint64_t kDueGap = 12;
+  /// An exploration is charged as if the alternative took kMargin times NCCL's predicted cost
+  /// of it, less NCCL's predicted cost of its own pick. NCCL's model errs: on a TCP cluster it
+  /// predicts Ring/LL at 2x Ring/Simple for large messages, which measure 4-6x.
+  static constexpr double kMargin = 3.0;
+  /// Of the budget, the share the schedule spends: the rest absorbs the model's misses.
+  static constexpr double kSpend = 0.8;
+  /// A single exploration may cost at most this many average calls of the communicator (the
+  /// mean of NCCL's predicted cost of its pick over the calls so far): the window of
+  /// alternatives is wide where calls are cheap and closes where they are the job's largest,
+  /// so the budget buys many measurements `fit` can use rather than a few it cannot.
+  static constexpr double kWindow = 4.0;
+  /// Rounds over a pair's candidates in one job (each candidate at most this many times): more
+  /// adds little to what `fit` can tell apart at 12% per-call noise.
+  static constexpr uint32_t kRounds = 32;
+};
 
 struct ExploreSettings {
-  double fraction = 0;  ///< 0 = off
-  float costBound = kExploreCostBound;
+  double fraction = 0;  ///< the budget, a share of NCCL's own time; 0 = off
   bool on() const { return fraction > 0; }
 };
 
@@ -41,28 +63,44 @@ struct ExploreSettings {
 /// rank may now decide apart from ranks that read a valid value).
 Expected<ExploreSettings> readExploreSettings(const EnvLookup& env);
 
-/// The schedule's inputs besides NCCL's (fraction, bound, the table's digest, the schedule's
-/// version) as 8 hex digits of their SHA-256: equal on every rank, or ranks decide apart.
+/// The schedule's inputs besides NCCL's (the budget, the schedule's constants and version, the
+/// table's digest) as 8 hex digits of their SHA-256: equal on every rank, or ranks decide apart.
 std::string exploreDigest(const ExploreSettings& settings, const std::string& tableSha256);
 
+/// NCCL's choice among a cost table's cells: the first minimum over cells >= 0, -1 when none
+/// (research/tuner.md §1.2: topoGetAlgoInfo's search).
+int cheapestCell(const float* costs, int numCells) noexcept;
+
+/// What the table says of a (collective, size)'s alternatives (`explore=` lines, written by
+/// `nccl-pilot fit`): cells measured clearly slower, or measured enough, are not explored again.
+struct ExploreHints {
+  uint32_t exclude = 0;  ///< cells (algo * 3 + proto) not to explore
+};
+
 /// One communicator's exploration state, allocated at construction; due() and cellFor() are
-/// lock-free and allocation-free.
+/// lock-free and allocation-free. NCCL drives a communicator from one thread at a time, so the
+/// counters are relaxed loads and stores, not read-modify-writes.
 ///
-/// Which calls: the communicator counts its calls; after each exploration the next one comes a
-/// gap of 1 .. 2/f - 1 calls later (mean 1/f), the gap a hash of the call count and the
-/// communicator id. So a share f of all calls explores, each size in proportion to its calls,
-/// at positions no training step's order lines up with; a call that does not explore costs a
-/// load, a store and a compare. NCCL drives a communicator from one thread at a time, so the
-/// count is a load and a store, not an atomic add.
+/// Which calls may explore: the communicator counts its calls; the next one that may comes a
+/// gap of 1 .. kDueGap calls later, the gap a hash of the call count and the communicator id.
+/// A call that may not costs a load, a store and a compare.
 ///
-/// Which alternative: the candidates of a (collective, size) pair are the cells NCCL left usable
-/// in the cost table it passed (never one it marked ignored) whose predicted cost is within the
-/// bound of the cheapest, but the cell the decision runs. NCCL's table is the same on every
-/// rank; the decision is taken as if regBuff were unknown (the only per-process input a rule
-/// may have), so the candidates are the same on every rank too. The pair's explorations take
-/// turns over them in cell order, from a start of its own. They are found at the pair's first
-/// exploration and kept with its turns (a table of kKeys pairs; a pair whose set is full finds
-/// them every time and takes the communicator's count as its turn).
+/// Whether it does, and which cell: on a call that may explore, the budget grows by what NCCL's
+/// predicted cost of its own pick (the cheapest usable cell) says this call's share of the job
+/// is (fraction x kSpend x that cost, per call that may explore scaled by the gap), so that over
+/// the job it grows by kSpend x fraction x NCCL's predicted time. The pair's next candidate is
+/// charged kMargin x NCCL's cost of it less NCCL's cost of its pick; it runs when the charge
+/// fits both the budget and the window (kWindow x the mean cost of the communicator's calls so
+/// far), and the charge is spent. Otherwise the call runs the decision and the budget keeps.
+///
+/// The candidates of a (collective, size) pair are the cells NCCL left usable in the cost table
+/// it passed (never one it marked ignored) but the cell the decision runs and the cells the
+/// table's `explore=` lines exclude. NCCL's table is the same on every rank; the decision is
+/// taken as if regBuff were unknown (the only per-process input a rule may have). They are found
+/// at the pair's first call that may explore and kept with its turns (a table of kKeys pairs; a
+/// pair whose set is full finds them every time and takes the communicator's count as its
+/// turn). The pair's explorations take turns over the candidates within the window, in cell
+/// order, kRounds rounds at most.
 class Explorer {
  public:
   static constexpr unsigned kLogSets = 7;
@@ -71,7 +109,7 @@ class Explorer {
 
   Explorer(const ExploreSettings& settings, uint64_t commId);
 
-  /// Counts this call and says whether it explores; never once the communicator captured a
+  /// Counts this call and says whether it may explore; never once the communicator captured a
   /// collective into a CUDA graph (graph_capture.h).
   bool due() noexcept {
     const uint64_t n = calls_.load(std::memory_order_relaxed);
@@ -80,62 +118,69 @@ class Explorer {
     return dueAt(n);
   }
 
-  /// The cell (algo * numProto + proto) an exploring call of (collType, nBytes) runs: the
-  /// pair's next turn over its candidates in NCCL's table `ncclCosts`; -1 when none is usable.
-  /// `decided()` gives the cell the decision runs (without regBuff), asked only when the
-  /// pair's candidates are found.
-  template <typename Decided>
+  /// The cell (algo * numProto + proto) a call that may explore of (collType, nBytes) runs, in
+  /// NCCL's table `ncclCosts`; -1 = none (the decision runs). `decided()` gives the cell the
+  /// decision runs (without regBuff) and `hints()` the table's ExploreHints, both asked only
+  /// when the pair's candidates are found.
+  template <typename Decided, typename Hints>
   int cellFor(int collType, uint64_t nBytes, const float* ncclCosts, int numCells,
-              Decided&& decided) noexcept {
+              Decided&& decided, Hints&& hints) noexcept {
     if (numCells <= 0 || numCells > kMaxExploreCells) return -1;
+    const int pick = cheapestCell(ncclCosts, numCells);
+    if (pick < 0) return -1;
+    const double pickCost = ncclCosts[pick];
+    fund(pickCost);
     const uint64_t key = keyOf(collType, nBytes);
     Entry* e = entryOf(key);
-    if (e != nullptr && (e->state.load(std::memory_order_relaxed) >> 32) & kFound) {
-      return nextTurn(*e, key, 0);
+    if (e != nullptr && (e->state.load(std::memory_order_relaxed) & kFound) != 0) {
+      return nextTurn(e, key, 0, ncclCosts, pickCost);
     }
-    const uint32_t mask = candidates(ncclCosts, numCells, costBound_, decided());
-    return e != nullptr ? nextTurn(*e, key, mask | kFound) : anyTurn(key, mask);
+    const uint32_t found = candidates(ncclCosts, numCells, decided()) & ~hints().exclude;
+    return nextTurn(e, key, found | kFound, ncclCosts, pickCost);
   }
 
-  /// The candidate cells of a cost table (bit c: cell c) for a bound on NCCL's predicted cost,
-  /// without `decided` (-1: none).
-  static uint32_t candidates(const float* ncclCosts, int numCells, float costBound,
-                             int decided) noexcept;
+  /// The usable cells of a cost table (bit c: cell c) without `decided` (-1: none).
+  static uint32_t candidates(const float* ncclCosts, int numCells, int decided) noexcept;
 
   uint64_t explorations() const { return explorations_.load(std::memory_order_relaxed); }
+  /// The budget left, in microseconds of NCCL's predicted time. For tests.
+  double budget() const { return budget_.load(std::memory_order_relaxed); }
 
  private:
   struct Entry {
-    std::atomic<uint64_t> key{0};    ///< 0 = free; else a mix of (collective, size) | 1
-    std::atomic<uint64_t> state{0};  ///< candidates | kFound (high half), this round's rest (low)
+    std::atomic<uint64_t> key{0};  ///< 0 = free; else a mix of (collective, size) | 1
+    /// candidates (bits 0..20), rounds begun (bits 21..30), kFound (bit 31); the candidates
+    /// not yet run in this round (bits 32..52)
+    std::atomic<uint64_t> state{0};
   };
   struct alignas(64) Set {  ///< one cache line
     Entry ways[kWays];
   };
-  static constexpr uint32_t kFound = 1u << 31;
+  static constexpr uint64_t kFound = uint64_t{1} << 31;
+  static constexpr uint32_t kCellMask = (1u << kMaxExploreCells) - 1;
   uint64_t keyOf(int collType, uint64_t nBytes) const noexcept;
   Entry* entryOf(uint64_t key) noexcept;
-  /// The pair's next candidate; `found` (with kFound) when its candidates were just found.
-  int nextTurn(Entry& e, uint64_t key, uint32_t found) noexcept;
-  /// A pair without an entry: the communicator's count takes turns.
-  int anyTurn(uint64_t key, uint32_t mask) noexcept;
-  /// Call n explores: schedules the next exploration; whether this one may.
+  /// Adds a call's share of the budget, and its cost to the communicator's mean.
+  void fund(double pickCost) noexcept;
+  /// The pair's next candidate within the window and the budget, or -1; `found` (with kFound)
+  /// when its candidates were just found; `e` null when the pair has no entry.
+  int nextTurn(Entry* e, uint64_t key, uint64_t found, const float* costs,
+               double pickCost) noexcept;
+  /// Call n may explore: schedules the next one; whether this one may.
   bool dueAt(uint64_t n) noexcept;
-  /// The calls from one exploration to the next after call n: 1 .. gapRange_.
+  /// The calls from one that may explore to the next after call n: 1 .. kDueGap.
   uint64_t gapAfter(uint64_t n) const noexcept;
 
   uint64_t commId_;
-  uint64_t gapRange_;  ///< 2 / fraction - 1: gaps of 1 .. gapRange_ calls, mean 1 / fraction
-  float costBound_;
+  double perCall_;  ///< the budget a call that may explore adds per µs of NCCL's predicted cost
   uint64_t commSalt_;
   std::atomic<uint64_t> calls_{0};
-  std::atomic<uint64_t> next_;  ///< the call that explores next; UINT64_MAX = never
+  std::atomic<uint64_t> next_;  ///< the call that may explore next; UINT64_MAX = never
+  std::atomic<double> budget_{0};
+  std::atomic<double> costSum_{0};   ///< NCCL's predicted cost of its picks, calls that may explore
+  std::atomic<uint64_t> funded_{0};  ///< calls that may explore so far
   std::unique_ptr<Set[]> sets_;
   std::atomic<uint64_t> explorations_{0};
 };
-
-/// NCCL's choice among a cost table's cells: the first minimum over cells >= 0, -1 when none
-/// (research/tuner.md §1.2: topoGetAlgoInfo's search).
-int cheapestCell(const float* costs, int numCells) noexcept;
 
 }  // namespace pilot::tuner

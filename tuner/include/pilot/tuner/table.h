@@ -59,6 +59,16 @@ struct ExpectedTime {
   double microseconds = 0;
 };
 
+/// What an `explore=` line says of the cells it names at its sizes (written by `nccl-pilot fit`
+/// from what jobs measured): never a decision, only which alternatives a job still explores.
+enum class ExploreMark : uint8_t {
+  None,   ///< a rule, not a mark
+  Slow,   ///< `explore=slow`: measured clearly slower than the best there: never again
+  Known,  ///< `explore=known`: measured enough, not clearly slower: no more
+  First,  ///< `explore=first`: measured too little: the next job explores it (as any cell
+          ///< without a mark)
+};
+
 struct Rule {
   CollMask collectives = 0;
   Range size;                ///< bytes; NCCL's nBytes unless perRankSize
@@ -82,10 +92,14 @@ struct Rule {
   /// when the table does not say. Never changes a decision.
   std::vector<ExpectedTime> expected;
 
+  /// Not None: the line marks the named cells for exploration and decides nothing.
+  ExploreMark explore = ExploreMark::None;
+
   int line = 0;  ///< 1-based line in the source file
 
   bool selectsOneCell() const;
   bool namesChoice() const { return algorithms != 0 || protocols != 0; }
+  bool isMark() const { return explore != ExploreMark::None; }
 };
 
 struct Diagnostic {
@@ -117,6 +131,9 @@ ParsedTable parseTable(std::string_view text, std::string source);
 
 /// Reads and parses a file. An unreadable or oversized file yields one line-0 diagnostic.
 ParsedTable loadTableFile(const std::string& path);
+
+/// "slow", "known", "first" ("" for None).
+const char* exploreMarkName(ExploreMark mark);
 
 /// Formats one rule in the native syntax (round-trips through parseTable).
 std::string formatRule(const Rule& rule);

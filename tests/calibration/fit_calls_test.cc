@@ -3,6 +3,8 @@
 // 2 ranks, 400 calls per size, 5% exploration) scored against the truth.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <map>
 
@@ -52,6 +54,12 @@ FitResult fitText(const std::string& text) {
   return fit(summarizeMetrics(d), options());
 }
 
+/// The table's rules that decide (explore= marks do not).
+size_t decidingRules(const tuner::TuningTable& t) {
+  return static_cast<size_t>(std::count_if(t.rules.begin(), t.rules.end(),
+                                           [](const tuner::Rule& r) { return !r.isMark(); }));
+}
+
 TEST(FitCalls, AClearlyFasterAlternativeWithEnoughCallsIsChosen) {
   const FitResult r = fitText(job({1 << 20}, 100.0, 380, 75.0, 10, 1));
   ASSERT_EQ(r.shapes.size(), 1u);
@@ -70,7 +78,19 @@ TEST(FitCalls, AClearlyFasterAlternativeWithEnoughCallsIsChosen) {
       << table;
   const tuner::ParsedTable parsed = tuner::parseTable(table, "fitted");
   EXPECT_TRUE(parsed.diagnostics.empty());
-  EXPECT_EQ(parsed.table.rules.size(), 1u);
+  EXPECT_EQ(decidingRules(parsed.table), 1u);
+  // And what the job measured of each cell, for the next exploring job: ring/simple (the
+  // baseline, 760 calls) measured enough; tree/simple, the fastest, 20 calls, too few to call
+  // known (kKnownCalls).
+  EXPECT_EQ(parsed.table.rules.size(), 1u + r.marks.size());
+  EXPECT_NE(table.find("algo=ring proto=simple nodes=2 ranks=2 fabric=ethernet nccl=2.28 "
+                       "explore=slow"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("algo=tree proto=simple nodes=2 ranks=2 fabric=ethernet nccl=2.28 "
+                       "explore=first"),
+            std::string::npos)
+      << table;
 }
 
 TEST(FitCalls, ABaselineATableRuleChoseIsKeptWhereNothingBeatsIt) {
@@ -229,8 +249,10 @@ TEST(FitCalls, OneExploringJobCapturesMostOfTheGapAndLosesNowhere) {
     // And the table itself loads, with one rule per band.
     const tuner::ParsedTable parsed = tuner::parseTable(tableText(r), "fitted");
     EXPECT_TRUE(parsed.diagnostics.empty());
-    EXPECT_EQ(parsed.table.rules.size(), r.rules.size());
+    EXPECT_EQ(decidingRules(parsed.table), r.rules.size());
+    EXPECT_EQ(parsed.table.rules.size(), r.rules.size() + r.marks.size());
     EXPECT_FALSE(r.rules.empty());
+    EXPECT_FALSE(r.marks.empty());
   }
 }
 

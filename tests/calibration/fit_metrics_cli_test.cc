@@ -99,9 +99,14 @@ TEST_F(FitMetricsCli, FitEvaluateAndReportReadAMetricsDirectory) {
   EXPECT_NE(err_.find("2 .prom file(s) ignored"), std::string::npos) << err_;
   const pilot::tuner::ParsedTable parsed = pilot::tuner::loadTableFile(table);
   EXPECT_TRUE(parsed.diagnostics.empty());
-  ASSERT_EQ(parsed.table.rules.size(), 1u);
+  // One rule, then what the job measured of each cell for the next exploring job.
+  ASSERT_GE(parsed.table.rules.size(), 2u);
+  EXPECT_FALSE(parsed.table.rules[0].isMark());
   EXPECT_NE(pilot::tuner::formatRule(parsed.table.rules[0]).find("algo=tree proto=simple"),
             std::string::npos);
+  for (size_t i = 1; i < parsed.table.rules.size(); ++i) {
+    EXPECT_TRUE(parsed.table.rules[i].isMark()) << pilot::tuner::formatRule(parsed.table.rules[i]);
+  }
   const std::string text = slurp(table);
   EXPECT_NE(text.find("#   evidence: per-call samples, ranks and jobs pooled"), std::string::npos)
       << text;

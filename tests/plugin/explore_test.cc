@@ -1,6 +1,7 @@
-// NCCL_PILOT_TUNER_EXPLORE through the built module, as NCCL calls it: the share of calls that
-// run an alternative, the bound on NCCL's predicted cost, the cells NCCL ignored, the settings
-// that turn it off, and the same schedule in separate processes.
+// NCCL_PILOT_TUNER_EXPLORE through the built module, as NCCL calls it: the budget of NCCL's
+// predicted time the explorations keep to, the share of calls that run an alternative, the
+// cells NCCL ignored, the settings that turn it off, and the same schedule in separate
+// processes.
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,7 +22,8 @@ struct JobFigures {
   std::map<size_t, int> explored;                 ///< calls unlike NCCL's (or the table's) pick
   std::map<size_t, std::set<std::string>> tried;  ///< the alternatives, per size
   std::string decisions;                          ///< every call's choice, in order
-  int overBound = 0;                              ///< alternatives above 2x NCCL's cheapest cost
+  double ncclUs = 0;     ///< NCCL's predicted time of its own picks, every call
+  double chargedUs = 0;  ///< each exploration at 3x NCCL's cost of it, less its pick's
 };
 
 /// One communicator's job: kCallsPerSize training steps, each running every size once.
@@ -34,21 +36,22 @@ JobFigures runJob(const FakeComm& comm, const FakeComm* baseline = nullptr) {
       const Decision d = comm.collInfo(call);
       const Choice normal = baseline ? baseline->collInfo(call).choice : comm.ncclDefault(call);
       f.decisions += toString(d.choice) + ";";
-      if (d.choice == normal) continue;
-      ++f.explored[size];
-      f.tried[size].insert(toString(d.choice));
       float cheapest = -1;
       for (int c = 0; c < d.before.size(); ++c) {
         const float v = d.before.cells[c];
         if (v >= 0 && (cheapest < 0 || v < cheapest)) cheapest = v;
       }
-      if (d.before.at(d.choice.algo, d.choice.proto) > 2.0f * cheapest) ++f.overBound;
+      f.ncclUs += cheapest;
+      if (d.choice == normal) continue;
+      ++f.explored[size];
+      f.tried[size].insert(toString(d.choice));
+      f.chargedUs += 3.0 * d.before.at(d.choice.algo, d.choice.proto) - cheapest;
     }
   }
   return f;
 }
 
-TEST(Exploration, AFractionOfEachSizesCallsTriesAlternativesWithinTheCostBound) {
+TEST(Exploration, ExplorationsKeepToTheBudgetAndTheCheapCallsExploreMost) {
   inChild([] {
     setEnv("NCCL_PILOT_TUNER_EXPLORE", "0.05");
     FAKE_LOAD(m, kTunerModule);
@@ -56,19 +59,23 @@ TEST(Exploration, AFractionOfEachSizesCallsTriesAlternativesWithinTheCostBound) 
     ASSERT_EQ(comm.initResult(), ncclSuccess);
     // collInfo fails the test if a cell NCCL ignored is ever revived or set.
     const JobFigures f = runJob(comm);
+    // What the explorations may cost, NCCL's model off by 3x, keeps within 5% of NCCL's time.
+    EXPECT_LE(f.chargedUs, 0.05 * f.ncclUs);
+    EXPECT_GT(f.chargedUs, 0.0);
     int sizesWithTwo = 0;
     for (size_t size : kSizes) {
       SCOPED_TRACE(size);
-      // 5% of 2000 calls explore: 100, give or take four standard deviations of a binomial
-      // draw; those whose turn falls on NCCL's own pick (a candidate too) look like NCCL's.
       const int n = f.explored.count(size) ? f.explored.at(size) : 0;
-      EXPECT_GE(n, 40);
-      EXPECT_LE(n, 140);
+      EXPECT_LT(n, kCallsPerSize / 4) << "a quarter of a size's calls explored";
       sizesWithTwo += f.tried.count(size) && f.tried.at(size).size() >= 2 ? 1 : 0;
+      std::printf("size %zu: %d explorations, %zu alternatives\n", size, n,
+                  f.tried.count(size) ? f.tried.at(size).size() : 0);
     }
-    EXPECT_GE(sizesWithTwo, 4) << "alternatives take turns at most sizes";
-    EXPECT_EQ(f.overBound, 0);
-    EXPECT_TRUE(logged(NCCL_LOG_INFO, {"exploring 0.05", "schedule digest"})) << dumpLogs();
+    const int cheapest = f.explored.count(kSizes.front()) ? f.explored.at(kSizes.front()) : 0;
+    const int dearest = f.explored.count(kSizes.back()) ? f.explored.at(kSizes.back()) : 0;
+    EXPECT_GT(cheapest, 2 * dearest) << "the cheap calls explore most";
+    EXPECT_GE(sizesWithTwo, 2) << "alternatives take turns";
+    EXPECT_TRUE(logged(NCCL_LOG_INFO, {"exploring within 5%", "schedule digest"})) << dumpLogs();
   });
 }
 
@@ -76,7 +83,7 @@ TEST(Exploration, ExploresAroundTheTablesChoiceAndKeepsNcclsChannels) {
   inChild([] {
     TempTable table("allreduce size=..1M algo=ring proto=ll channels=3\n");
     setEnv("NCCL_PILOT_TUNER_TABLE", table.path());
-    setEnv("NCCL_PILOT_TUNER_EXPLORE", "0.1");
+    setEnv("NCCL_PILOT_TUNER_EXPLORE", "0.25");
     FAKE_LOAD(m, kTunerModule);
     FakeComm comm(m, release("2.30"), {16, 2});
     ASSERT_EQ(comm.initResult(), ncclSuccess);
@@ -95,9 +102,11 @@ TEST(Exploration, ExploresAroundTheTablesChoiceAndKeepsNcclsChannels) {
         tried.insert(toString(d.choice));
       }
     }
-    EXPECT_NEAR(explored, 100, 40);
+    std::printf("explored %d of 1000, %zu alternatives\n", explored, tried.size());
+    EXPECT_GT(explored, 10);
+    EXPECT_LT(explored, 250);
     EXPECT_EQ(ruled + explored, 1000);
-    EXPECT_GE(tried.size(), 2u);
+    EXPECT_GE(tried.size(), 1u);
   });
 }
 

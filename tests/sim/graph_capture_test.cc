@@ -40,12 +40,13 @@ TEST(GraphCapture, ACapturedCollectiveStopsTheCommunicatorsExploration) {
     fakeprof::Comm events(profiler, 5, fake::kCommId, "graphs", 2, 2, 0);
     ASSERT_NE(events.mask(), 0);
 
-    EXPECT_GT(explorations(comm, 100), 10) << "eager collectives explore (a quarter of them)";
+    // A single size funds its own explorations within the budget: a few in a hundred calls.
+    EXPECT_GT(explorations(comm, 200), 2) << "eager collectives explore";
     fakeprof::Collective eager;
     eager.count = 16384;
     eager.channels = fakeprof::channelsTaking(2, 10'000, 1'000'000);
     events.kernels(events.enqueue(eager), eager);
-    EXPECT_GT(explorations(comm, 100), 10) << "an eager collective changes nothing";
+    EXPECT_GT(explorations(comm, 200), 2) << "an eager collective changes nothing";
 
     fakeprof::Collective captured = eager;
     captured.graphCaptured = true;

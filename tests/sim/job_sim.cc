@@ -179,7 +179,10 @@ int runRank(const Truth& truth, const JobOptions& o, int rank) {
         if (prof) {
           fakeprof::Collective coll;
           coll.func = func;
-          coll.count = st.bytes / 4;
+          // NCCL's Coll event counts one rank's elements: AllGather's send count (nBytes, the
+          // tuner's size, is the total over ranks), ReduceScatter's receive count.
+          const bool perRank = type == ncclFuncAllGather || type == ncclFuncReduceScatter;
+          coll.count = st.bytes / 4 / (perRank ? static_cast<uint64_t>(truth.ranks) : 1);
           coll.datatype = "ncclFloat32";
           coll.algo = kProfAlgo[d.choice.algo];
           coll.proto = kProfProto[d.choice.proto];
@@ -265,7 +268,9 @@ std::string cellName(int cell) {
 
 double SizeTruth::runUs(int cell) const {
   if (cell < 0 || cell >= kNumCells) return -1;
-  return cell == ncclCell ? defaultUs : forcedUs[cell];
+  if (cell == ncclCell) return defaultUs;
+  if (costModel == CostModel::Nccl && modelUs[static_cast<size_t>(cell)] < 0) return -1;
+  return forcedUs[cell];
 }
 
 int SizeTruth::fastestCell() const {
@@ -282,6 +287,12 @@ double SizeTruth::fastestUs() const {
 
 std::vector<float> SizeTruth::costs() const {
   std::vector<float> t(kNumCells, -1.0f);
+  if (costModel == CostModel::Nccl) {
+    for (int c = 0; c < kNumCells; ++c) {
+      if (runUs(c) >= 0) t[static_cast<size_t>(c)] = modelUs[static_cast<size_t>(c)];
+    }
+    return t;
+  }
   for (int c = 0; c < kNumCells; ++c) {
     if (forcedUs[c] >= 0) t[static_cast<size_t>(c)] = static_cast<float>(runUs(c));
   }
@@ -383,10 +394,185 @@ std::string loadTruth(const std::string& path, const std::string& collective, Tr
         st.ncclCell = c;
       }
     }
+    st.twinCell = st.ncclCell;
     out.sizes.push_back(st);
   }
   if (out.sizes.empty()) return path + ": no size with a default and a forced configuration";
   return "";
+}
+
+std::string applyNcclModel(Truth& truth, const NcclShape& shape) {
+  const int type = collType(truth.collective);
+  if (type < 0) return "no NCCL function for " + truth.collective;
+  const std::string bad = checkNcclVersion(shape.nccl);
+  if (!bad.empty()) return bad;
+  NcclShape s = shape;
+  s.nodes = truth.nodes;
+  s.ranks = truth.ranks;
+  if (s.nodes <= 0 || s.ranks < s.nodes) return "bad shape";
+  std::vector<SizeTruth> sizes = truth.sizes;
+  for (SizeTruth& st : sizes) {
+    const std::array<float, 21> model = ncclCostTable(s, type, st.bytes);
+    std::copy(model.begin(), model.end(), st.modelUs.begin());
+    // NCCL's pick over what NCCL would see: its own table. The simulator's table keeps the
+    // measured cells and the pick, so the pick stays its minimum.
+    st.ncclCell = ncclPick(model);
+    if (st.ncclCell < 0) return "the model enables no cell at " + std::to_string(st.bytes) + " B";
+    st.costModel = CostModel::Nccl;
+  }
+  truth.sizes = std::move(sizes);
+  truth.costModel = CostModel::Nccl;
+  truth.shape = s;
+  return "";
+}
+
+namespace {
+
+/// The forced cell nearest the default among the cells NCCL's model enables; -1 = none.
+int enabledTwinOf(const SizeTruth& st) {
+  int best = -1;
+  for (int c = 0; c < kNumCells; ++c) {
+    if (st.forcedUs[c] < 0 || st.modelUs[static_cast<size_t>(c)] < 0) continue;
+    if (best < 0 ||
+        logDistance(st.forcedUs[c], st.defaultUs) < logDistance(st.forcedUs[best], st.defaultUs)) {
+      best = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+ModelAgreement compareModel(const Truth& truth) {
+  ModelAgreement m;
+  const auto& sz = truth.sizes;
+  m.sizes = static_cast<int>(sz.size());
+  for (const SizeTruth& st : sz) {
+    const int twin = enabledTwinOf(st);
+    m.enabledTwin.push_back(twin);
+    if (twin >= 0 && twin % kNumProto == st.ncclCell % kNumProto) ++m.agreeProtocol;
+    if (st.forcedUs[st.ncclCell] < 0) continue;  // the sweep never forced the pick (PAT)
+    ++m.comparable;
+    m.agreeTwin += st.ncclCell == st.twinCell;
+    m.agreeEnabledTwin += st.ncclCell == twin;
+    if (st.ncclCell != twin) m.disagreements.push_back(st.bytes);
+  }
+  for (size_t i = 1; i < sz.size(); ++i) {
+    if (m.enabledTwin[i] != m.enabledTwin[i - 1]) m.twinSwitches.push_back(sz[i].bytes);
+  }
+  for (size_t i = 1; i < sz.size(); ++i) {
+    const int a = sz[i - 1].ncclCell, b = sz[i].ncclCell;
+    if (a == b) continue;
+    ModelSwitch w;
+    w.bytes = sz[i].bytes;
+    w.from = a;
+    w.to = b;
+    const bool protoChanges = a % kNumProto != b % kNumProto;
+    const bool algoSeen =
+        a / kNumProto != b / kNumProto && sz[i - 1].forcedUs[a] >= 0 && sz[i].forcedUs[b] >= 0;
+    w.observable = protoChanges || algoSeen;
+    if (w.observable) {
+      // The same change in the enabled twin between sizes j-1 and j, nearest i.
+      auto same = [&](int twin, int cell) {
+        if (twin < 0) return false;
+        if (protoChanges && twin % kNumProto != cell % kNumProto) return false;
+        if (algoSeen && twin / kNumProto != cell / kNumProto) return false;
+        return true;
+      };
+      for (size_t j = 1; j < sz.size(); ++j) {
+        if (!same(m.enabledTwin[j - 1], a) || !same(m.enabledTwin[j], b)) continue;
+        const int steps = static_cast<int>(j > i ? j - i : i - j);
+        if (w.twinSteps < 0 || steps < w.twinSteps) {
+          w.twinSteps = steps;
+          w.twinBytes = sz[j].bytes;
+        }
+      }
+    }
+    m.switches.push_back(w);
+  }
+  return m;
+}
+
+std::string describeModel(const Truth& truth) {
+  std::ostringstream out;
+  char line[512];
+  const NcclShape& s = truth.shape;
+  std::snprintf(line, sizeof line,
+                "%s %s: %d nodes, %d ranks; NCCL %s model: sm%d, %s CPU, %.3g GB/s x %d graph "
+                "channel(s), %d run channels, LL128 %s, tree pattern %s\n",
+                truth.source.c_str(), truth.collective.c_str(), truth.nodes, truth.ranks,
+                s.nccl.c_str(), s.compCap, s.amdCpu ? "AMD" : "Intel", s.netGBps, s.graphChannels,
+                s.runChannels, s.ll128Path ? "on (path <= PXB)" : "off (path PHB)",
+                s.treePattern ? "TREE (x0.85)" : "balanced");
+  out << line;
+  out << "cells: predicted µs / measured µs (forced; '-' = never forced; the pick's measured "
+         "time is the default's; '*' = NCCL disables it)\n";
+  const ModelAgreement m = compareModel(truth);
+  for (size_t i = 0; i < truth.sizes.size(); ++i) {
+    const SizeTruth& st = truth.sizes[i];
+    std::snprintf(line, sizeof line,
+                  "%10llu B  pick %-11s twin %-11s enabled twin %-11s fastest %-11s %9.1f |",
+                  static_cast<unsigned long long>(st.bytes), cellName(st.ncclCell).c_str(),
+                  cellName(st.twinCell).c_str(), cellName(m.enabledTwin[i]).c_str(),
+                  cellName(st.fastestCell()).c_str(), st.fastestUs());
+    out << line;
+    for (int c = 0; c < kNumCells; ++c) {
+      const float model = st.modelUs[static_cast<size_t>(c)];
+      if (model < 0 && st.forcedUs[c] < 0) continue;
+      char pred[32], meas[32];
+      if (model < 0) {
+        std::snprintf(pred, sizeof pred, "*");
+      } else {
+        std::snprintf(pred, sizeof pred, "%.1f", model);
+      }
+      const double measured = c == st.ncclCell ? st.defaultUs : st.forcedUs[c];
+      if (measured < 0) {
+        std::snprintf(meas, sizeof meas, "-");
+      } else {
+        std::snprintf(meas, sizeof meas, "%.1f", measured);
+      }
+      std::snprintf(line, sizeof line, " %s %s/%s", cellName(c).c_str(), pred, meas);
+      out << line;
+    }
+    out << "\n";
+  }
+  out << "model switches:";
+  for (const ModelSwitch& w : m.switches) {
+    std::snprintf(line, sizeof line, " %llu B %s -> %s", static_cast<unsigned long long>(w.bytes),
+                  cellName(w.from).c_str(), cellName(w.to).c_str());
+    out << line;
+    if (!w.observable) {
+      out << " (not observable: never forced)";
+    } else if (w.twinSteps < 0) {
+      out << " (the twin never makes it)";
+    } else {
+      std::snprintf(line, sizeof line, " (twin at %llu B, %d step(s))",
+                    static_cast<unsigned long long>(w.twinBytes), w.twinSteps);
+      out << line;
+    }
+    out << ";";
+  }
+  out << "\nenabled twin switches:";
+  for (uint64_t b : m.twinSwitches) out << " " << b;
+  // The twin's and the fastest enabled cell's switch points, for a look.
+  const auto& sz = truth.sizes;
+  out << "\ntwin switches:";
+  for (size_t i = 1; i < sz.size(); ++i) {
+    if (sz[i].twinCell != sz[i - 1].twinCell) out << " " << sz[i].bytes;
+  }
+  out << "\nfastest enabled cell switches:";
+  for (size_t i = 1; i < sz.size(); ++i) {
+    if (sz[i].fastestCell() != sz[i - 1].fastestCell()) out << " " << sz[i].bytes;
+  }
+  std::snprintf(line, sizeof line,
+                "\nagreement: pick == twin %d, == enabled twin %d of %d sizes where the sweep "
+                "forced the pick (%d sizes); same protocol as the enabled twin %d of %d\n",
+                m.agreeTwin, m.agreeEnabledTwin, m.comparable, m.sizes, m.agreeProtocol, m.sizes);
+  out << line;
+  out << "disagreements (pick != enabled twin):";
+  for (uint64_t b : m.disagreements) out << " " << b;
+  out << "\n";
+  return out.str();
 }
 
 JobResult runJob(const Truth& truth, const JobOptions& o) {
@@ -530,6 +716,9 @@ Score scoreTable(const Truth& truth, const JobOptions& base, const std::string& 
     z.fastestUs = st.fastestUs();
     logNccl += std::log(z.fastestUs / z.ncclUs);
     logTable += std::log(z.fastestUs / z.tableUs);
+    score.totalTableUs += z.tableUs;
+    score.totalNcclUs += z.ncclUs;
+    score.totalFastestUs += z.fastestUs;
     if (z.tableUs / z.ncclUs > score.worst) {
       score.worst = z.tableUs / z.ncclUs;
       score.worstBytes = z.bytes;
@@ -578,6 +767,82 @@ std::string describe(const Score& s) {
     out << line;
   }
   return out.str();
+}
+
+std::vector<LoopJob> runLoop(const Truth& truth, const JobOptions& base,
+                             const LoopOptions& options) {
+  std::vector<LoopJob> jobs;
+  std::string metrics, table;
+  for (int n = 1; n <= options.jobs; ++n) {
+    LoopJob j;
+    const std::string dir = base.outDir + "/job" + std::to_string(n);
+    JobOptions o = base;
+    o.outDir = dir;
+    o.explore = options.explore;
+    o.table = table;
+    o.metricsDir = dir + "/metrics";
+    o.seed = base.seed * 1000 + static_cast<uint64_t>(n);
+    if ((::mkdir(base.outDir.c_str(), 0755) != 0 && errno != EEXIST) ||
+        (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) ||
+        ::mkdir(o.metricsDir.c_str(), 0755) != 0) {
+      j.error = "cannot make " + o.metricsDir + ": " + std::strerror(errno);
+      jobs.push_back(std::move(j));
+      break;
+    }
+    j.job = runJob(truth, o);
+    if (j.job.error.empty()) {
+      JobOptions off = o;
+      off.explore = "0";
+      off.metricsDir = "";
+      off.outDir = dir + "/shadow";
+      const JobResult shadow = runJob(truth, off);
+      j.stats = compareRuns(truth, j.job, shadow);
+      if (!shadow.error.empty()) j.error = "shadow: " + shadow.error;
+    } else {
+      j.error = j.job.error;
+    }
+    metrics += " " + o.metricsDir;
+    j.table = dir + "/fitted.table";
+    if (j.error.empty()) {
+      const std::string command = options.fitCommand + " fit" + metrics + " -o " + j.table + " " +
+                                  options.fitFlags + " 2>&1";
+      FILE* p = popen(command.c_str(), "r");
+      char buffer[4096];
+      size_t got;
+      while (p != nullptr && (got = fread(buffer, 1, sizeof buffer, p)) > 0) {
+        j.fitOutput.append(buffer, got);
+      }
+      const int status = p == nullptr ? -1 : pclose(p);
+      if (status != 0) j.error = "fit failed: " + command + "\n" + j.fitOutput;
+    }
+    if (j.error.empty()) {
+      JobOptions s = base;
+      s.outDir = dir + "/score";
+      j.score = scoreTable(truth, s, j.table);
+      if (!j.score.error.empty()) j.error = "score: " + j.score.error;
+    }
+    table = j.table;
+    const bool failed = !j.error.empty();
+    jobs.push_back(std::move(j));
+    if (failed) break;
+  }
+  return jobs;
+}
+
+std::string describe(const LoopJob& j, int number) {
+  char line[640];
+  if (!j.error.empty()) return "job " + std::to_string(number) + ": " + j.error;
+  const Score& s = j.score;
+  std::snprintf(
+      line, sizeof line,
+      "job %d: %.4fx NCCL alone, %s%s; table after it: captured %.1f%% (efficiency "
+      "NCCL %.4f, table %.4f), worst size %llu B at %.4fx NCCL, a job calling every "
+      "size alike %.4fx NCCL (fastest %.4fx)",
+      number, j.job.jobUs / j.job.ncclUs, describe(j.stats).c_str(),
+      j.job.divergence.empty() ? "" : (", RANKS DECIDED APART: " + j.job.divergence).c_str(),
+      100.0 * s.captured, s.effNccl, s.effTable, static_cast<unsigned long long>(s.worstBytes),
+      s.worst, s.totalTableUs / s.totalNcclUs, s.totalFastestUs / s.totalNcclUs);
+  return line;
 }
 
 }  // namespace sim

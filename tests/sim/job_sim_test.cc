@@ -89,17 +89,6 @@ int countFiles(const std::string& dir, const std::string& suffix) {
   return n;
 }
 
-/// Runs a command, returns its exit status and appends its output to `output`.
-int runCommand(const std::string& command, std::string& output) {
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return -1;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), p)) > 0) output.append(buffer.data(), n);
-  const int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /// A table selecting, per size, the fastest cell of the truth (what a perfect fit writes).
 std::string fastestTable(const Truth& t, const std::string& path) {
   std::ofstream out(path);
@@ -159,8 +148,7 @@ TEST(JobSimTruth, L40sPartialForcingsBecomeCells) {
 
 // ---- the job with exploration off --------------------------------------------------------
 
-void expectNcclAlone(const std::string& sweep, const std::string& tag) {
-  const Truth t = load(sweep);
+void expectNcclAlone(const Truth& t, const std::string& tag) {
   const ScratchDir scratch(tag);
   const std::string& out = scratch.path();
   JobOptions o = options(out);
@@ -192,12 +180,27 @@ void expectNcclAlone(const std::string& sweep, const std::string& tag) {
 
 TEST(JobSim, G5ExplorationOffIsNcclAlone) {
   PILOT_REQUIRE_FIXTURE(kG5);
-  expectNcclAlone(kG5, "g5-off");
+  expectNcclAlone(load(kG5), "g5-off");
 }
 
 TEST(JobSim, L40sExplorationOffIsNcclAlone) {
   PILOT_REQUIRE_FIXTURE(kL40s);
-  expectNcclAlone(kL40s, "l40s-off");
+  expectNcclAlone(load(kL40s), "l40s-off");
+}
+
+// The same with NCCL's own cost model (issue 29): every call runs the model's pick, PAT
+// included where the sweep never forced it (5-node allgather), in the default's time.
+TEST(JobSim, G5ExplorationOffIsNcclAloneWithNcclModel) {
+  PILOT_REQUIRE_FIXTURE(kG5);
+  Truth t = load(kG5);
+  ASSERT_EQ(applyNcclModel(t, g5Shape(t.nodes)), "");
+  expectNcclAlone(t, "g5-model-off");
+  const std::string ag5 = kDir + "/cs244c-g5-a10g-5n1gpu-allgather-overlap.txt";
+  PILOT_REQUIRE_FIXTURE(ag5);
+  Truth a;
+  ASSERT_EQ(loadTruth(ag5, "allgather", a), "");
+  ASSERT_EQ(applyNcclModel(a, g5Shape(a.nodes)), "");
+  expectNcclAlone(a, "g5-ag5-model-off");
 }
 
 // ---- the scorer --------------------------------------------------------------------------
@@ -247,96 +250,112 @@ TEST(JobSim, DecisionsNeverDependOnTheNoise) {
   EXPECT_DOUBLE_EQ(ja.jobUs, jb.jobUs);
 }
 
-// ---- the loop (issue 20, "Done when") ----------------------------------------------------
+// ---- the loop (issues 20 and 29, "Done when") ---------------------------------------------
 
-/// `nccl-pilot fit` on a metrics directory, then the table scored against the truth.
-Score fitAndScore(const Truth& t, const std::string& metrics, const std::string& table,
-                  const std::string& scoreDir) {
-  std::string fitOutput;
-  const int rc =
-      runCommand(std::string(PILOT_NCCL_PILOT_BIN) + " fit " + metrics + " -o " + table, fitOutput);
-  EXPECT_EQ(rc, 0) << fitOutput;
-  return scoreTable(t, options(scoreDir), table);
+/// What one job of the loop must show, and its figures printed for docs/calibration.md.
+void expectJob(const LoopJob& j, int number, const std::string& tag, uint64_t seed,
+               double minCaptured) {
+  SCOPED_TRACE(testing::Message() << tag << " seed " << seed << " job " << number);
+  ASSERT_EQ(j.error, "");
+  std::printf("[%s seed %llu] %s\n", tag.c_str(), static_cast<unsigned long long>(seed),
+              describe(j, number).c_str());
+  EXPECT_EQ(j.job.divergence, "") << "ranks decided apart";
+  if (number == 1) {
+    EXPECT_TRUE(j.job.ranks[0].exploreLogged) << "no exploration line at init";
+  }
+  // NCCL_PILOT_TUNER_EXPLORE=0.05 is a budget of 5% of NCCL's time.
+  EXPECT_LE(j.job.jobUs / j.job.ncclUs, 1.05);
+  EXPECT_LE(j.stats.maxSizeShare(), 0.25);
+  if (j.score.effNccl < 0.99) {  // a gap worth closing
+    EXPECT_GE(j.score.captured, minCaptured) << describe(j.score);
+  }
+  EXPECT_LE(j.score.worst, 1.05) << describe(j.score);
 }
 
-/// Job 1 explores around NCCL; fit; job 2 runs the table and explores around it; fit again.
-void loop(const std::string& sweep, const std::string& tag, uint64_t seed) {
-  SCOPED_TRACE(testing::Message() << tag << " seed " << seed);
-  const Truth t = load(sweep);
+/// Job 1 explores around NCCL; fit; jobs 2 and 3 run the last table, explore what it marks
+/// unknown, and fit on every job so far.
+void loop(const Truth& t, const std::string& tag, uint64_t seed, double minCaptured, int jobs = 3) {
   const ScratchDir scratch(tag);
-  const std::string& out = scratch.path();
-  JobOptions o = options(out + "/job1");
+  JobOptions o = options(scratch.path());
   o.seed = seed;
-  o.explore = "0.05";
-  o.metricsDir = out + "/metrics";
-  ASSERT_EQ(mkdir(o.metricsDir.c_str(), 0755), 0);
-  const JobResult job = runJob(t, o);
-  ASSERT_EQ(job.error, "");
-  EXPECT_EQ(job.divergence, "") << "ranks decided apart";
-  EXPECT_TRUE(job.ranks[0].exploreLogged) << "no exploration line at init";
-  // The same job with exploration off: what each call would have run.
-  JobOptions shadow = options(out + "/shadow");
-  shadow.explore = "0";
-  const JobResult baseline = runJob(t, shadow);
-  ASSERT_EQ(baseline.error, "");
-  const ExplorationStats s = compareRuns(t, job, baseline);
-  const double cost = job.jobUs / job.ncclUs;
-  std::printf(
-      "[%s seed %llu] job 1 (explore 0.05): %s; job %.4fx NCCL alone (with noise %.1f ms, "
-      "NCCL alone %.1f ms)\n",
-      tag.c_str(), static_cast<unsigned long long>(seed), describe(s).c_str(), cost,
-      job.jobNoisyUs / 1000.0, job.ncclUs / 1000.0);
-  EXPECT_GE(s.share(), 0.025);
-  EXPECT_LE(s.share(), 0.075);
-  EXPECT_LE(s.maxSizeShare(), 0.10);
-  EXPECT_GT(2 * s.sizesWithAlternatives(2), static_cast<int>(t.sizes.size()))
-      << "at least 2 alternatives at most sizes";
-  EXPECT_LE(cost, 1.075);
-
-  const Score score = fitAndScore(t, o.metricsDir, out + "/fitted.table", out + "/score");
-  ASSERT_EQ(score.error, "");
-  std::printf("[%s seed %llu] table from job 1: %s", tag.c_str(),
-              static_cast<unsigned long long>(seed), describe(score).c_str());
-  if (score.effNccl < 0.99) {  // a gap worth closing
-    EXPECT_GE(score.captured, 0.80);
+  LoopOptions l;
+  l.jobs = jobs;
+  l.fitCommand = PILOT_NCCL_PILOT_BIN;
+  const std::vector<LoopJob> run = runLoop(t, o, l);
+  ASSERT_EQ(run.size(), static_cast<size_t>(jobs));
+  for (size_t n = 0; n < run.size(); ++n) {
+    expectJob(run[n], static_cast<int>(n) + 1, tag, seed, minCaptured);
   }
-  EXPECT_LE(score.worst, 1.05);
-
-  // Job 2 runs the fitted table and keeps exploring around it: the table fitted from job 2
-  // keeps job 1's gains (a rule the job ran that nothing beat is written again).
-  JobOptions o2 = options(out + "/job2");
-  o2.seed = seed + 1000;
-  o2.explore = "0.05";
-  o2.table = out + "/fitted.table";
-  o2.metricsDir = out + "/metrics2";
-  ASSERT_EQ(mkdir(o2.metricsDir.c_str(), 0755), 0);
-  const JobResult job2 = runJob(t, o2);
-  ASSERT_EQ(job2.error, "");
-  EXPECT_EQ(job2.divergence, "");
-  EXPECT_LE(job2.jobUs / job2.ncclUs, job.jobUs / job.ncclUs) << "job 2 is no slower than job 1";
-  const Score second = fitAndScore(t, o2.metricsDir, out + "/second.table", out + "/score2");
-  ASSERT_EQ(second.error, "");
-  std::printf("[%s seed %llu] table from job 2: %s", tag.c_str(),
-              static_cast<unsigned long long>(seed), describe(second).c_str());
-  if (score.effNccl < 0.99) {
-    EXPECT_GE(second.captured, 0.80);
+  if (::testing::Test::HasFailure()) return;
+  // Learning across jobs: a later job explores less than the first (what measured slower or
+  // enough is marked and left alone; a mark may flip with the noise, so not job by job), costs
+  // no more, and its table keeps the gains; three jobs at least halve the explorations.
+  for (size_t n = 1; n < run.size(); ++n) {
+    SCOPED_TRACE(testing::Message() << tag << " seed " << seed << " job " << n + 1);
+    EXPECT_LT(run[n].stats.explorations, run[0].stats.explorations);
+    EXPECT_LE(run[n].job.jobUs / run[n].job.ncclUs, run[0].job.jobUs / run[0].job.ncclUs);
+    EXPECT_GE(run[n].score.captured, run[0].score.captured - 0.05);
   }
-  EXPECT_LE(second.worst, 1.05);
+  if (run.size() >= 3) {
+    EXPECT_LT(run.back().stats.explorations, run[0].stats.explorations / 2)
+        << "the chain does not converge";
+  }
 }
 
-// Five jobs of their own (seeds): one lucky job is not a result.
-TEST(JobSimLoop, G5Overlap) {
+Truth withModel(const std::string& sweep, const std::string& collective) {
+  Truth t;
+  EXPECT_EQ(loadTruth(sweep, collective, t), "");
+  EXPECT_EQ(applyNcclModel(t, g5Shape(t.nodes)), "");
+  return t;
+}
+
+// NCCL's own cost model (issue 29): every shared g5 sweep, three jobs of their own each (one
+// lucky job is not a result). Job 1's table captures 80% of the gap where the gaps are large;
+// on the 2-node all-reduce sequential sweep they are 2-5% at most sizes, below what 400 calls
+// per size tell apart at 12% noise, and its first table captures about 78% (the chain more).
+struct G5Sweep {
+  const char* file;
+  const char* collective;
+  double minCaptured;
+};
+const G5Sweep kG5Sweeps[] = {
+    {"cs244c-g5-a10g-2n1gpu-allreduce-overlap.txt", "allreduce", 0.80},
+    {"cs244c-g5-a10g-2n1gpu-allreduce-sequential.txt", "allreduce", 0.70},
+    {"cs244c-g5-a10g-2n1gpu-allgather-overlap.txt", "allgather", 0.75},
+    {"cs244c-g5-a10g-2n1gpu-allgather-sequential.txt", "allgather", 0.80},
+    {"cs244c-g5-a10g-5n1gpu-allgather-overlap.txt", "allgather", 0.80},
+    {"cs244c-g5-a10g-5n1gpu-allgather-sequential.txt", "allgather", 0.80},
+};
+
+class JobSimLoopNcclModel : public ::testing::TestWithParam<G5Sweep> {};
+
+TEST_P(JobSimLoopNcclModel, BudgetedExplorationThenTheTable) {
+  const std::string sweep = kDir + "/" + GetParam().file;
+  PILOT_REQUIRE_FIXTURE(sweep);
+  const Truth t = withModel(sweep, GetParam().collective);
+  const std::string tag = std::string("model-") + GetParam().file;
+  for (uint64_t seed = 1; seed <= 3; ++seed)
+    loop(t, tag.substr(0, 40), seed, GetParam().minCaptured);
+}
+
+INSTANTIATE_TEST_SUITE_P(G5, JobSimLoopNcclModel, ::testing::ValuesIn(kG5Sweeps));
+
+// The cost table as "truth times a small error" (the second case): NCCL's model is right but
+// for its own pick.
+TEST(JobSimLoop, G5OverlapTruthCosts) {
   PILOT_REQUIRE_FIXTURE(kG5);
-  for (uint64_t seed = 1; seed <= 5; ++seed) loop(kG5, "g5", seed);
+  for (uint64_t seed = 1; seed <= 3; ++seed) loop(load(kG5), "g5", seed, 0.80, 2);
 }
 
 TEST(JobSimLoop, BundledSyntheticTruth) {
-  for (uint64_t seed = 1; seed <= 3; ++seed) loop(kSynthetic, "synthetic", seed);
+  Truth t;
+  ASSERT_EQ(loadTruth(kSynthetic, "allreduce", t), "");
+  for (uint64_t seed = 1; seed <= 3; ++seed) loop(t, "synthetic", seed, 0.80, 2);
 }
 
 TEST(JobSimLoop, L40s) {
   PILOT_REQUIRE_FIXTURE(kL40s);
-  for (uint64_t seed = 1; seed <= 3; ++seed) loop(kL40s, "l40s", seed);
+  for (uint64_t seed = 1; seed <= 3; ++seed) loop(load(kL40s), "l40s", seed, 0.80, 2);
 }
 
 }  // namespace

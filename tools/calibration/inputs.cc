@@ -33,6 +33,11 @@ void addFitInputOptions(CLI::App* sub, FitInputArgs& args) {
                   "measured noise raises the bar where it is larger")
       ->check(CLI::Range(0.0, 0.9))
       ->capture_default_str();
+  sub->add_option("--calls-margin", args.callsMargin,
+                  "The same, for the profiler's per-call samples (the configurations ran "
+                  "interleaved in one job; two standard errors of the calls raise the bar)")
+      ->check(CLI::Range(0.0, 0.9))
+      ->capture_default_str();
   sub->add_option("--min-repeats", args.minRepeats,
                   "Runs a configuration needs for its spread to count as a noise estimate; the "
                   "default needs this many for any rule to be written")
@@ -163,6 +168,7 @@ Expected<LoadedInputs> loadInputs(const std::vector<std::string>& inputs,
 calibration::FitOptions fitOptions(const FitInputArgs& args) {
   calibration::FitOptions o;
   o.margin = args.margin;
+  o.callsMargin = args.callsMargin;
   o.minRepeats = args.minRepeats;
   o.toolVersion = pilot::kVersion;
   o.inputs = args.inputs;

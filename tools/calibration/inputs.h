@@ -21,6 +21,7 @@ struct FitInputArgs {
   std::vector<std::string> inputs;
   std::vector<std::string> labels;
   double margin = calibration::kDefaultMargin;
+  double callsMargin = calibration::kDefaultCallsMargin;
   int minRepeats = calibration::kDefaultMinRepeats;
 };
 

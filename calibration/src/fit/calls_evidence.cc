@@ -43,7 +43,7 @@ ShapeEvidence assessCallsEvidence(const Shape& shape, const FitOptions& options)
     return ev;
   }
   ev.defaultRuns = static_cast<int>(def->runs.size());
-  ev.floor = options.margin;
+  ev.floor = options.callsMargin;
   ev.bandSizes = 1;
   double baseLo = 1e300, baseHi = 0, altLo = 1e300, altHi = 0, sigLo = 1e300, sigHi = 0;
   double barLo = 1, barHi = 0;

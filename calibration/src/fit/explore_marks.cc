@@ -53,9 +53,10 @@ void addExploreMarks(const Shape& shape, const std::vector<tuner::Rule>& choices
       s.timeUs = st->timeUs;
       if (best != nullptr && st != best && st->calls >= kMinCalls) {
         s.slower = 1.0 - best->timeUs / st->timeUs;
-        if (s.slower > callsBar(*st, *best, options.margin)) {
+        if (s.slower > callsBar(*st, *best, options.callsMargin)) {
           s.mark = tuner::ExploreMark::Slow;
-        } else if (st->calls >= kKnownCalls) {
+        } else if (callsBar(*st, *best, 0.0) <= options.callsMargin) {
+          // Tight enough that no gain the table would take can hide in the noise.
           s.mark = tuner::ExploreMark::Known;
         }
       } else if (st->calls >= kKnownCalls) {
@@ -97,10 +98,10 @@ void addExploreMarks(const Shape& shape, const std::vector<tuner::Rule>& choices
                 " slower than the fastest measured, beyond the noise";
           break;
         case tuner::ExploreMark::Known:
-          why = "measured enough, not clearly slower";
+          why = "measured enough: no gain beyond the calls margin hides in the noise";
           break;
         default:
-          why = "too few calls to judge (" + std::to_string(kKnownCalls) + " wanted)";
+          why = "too few calls to tell it from the fastest";
           break;
       }
       marks.push_back({rule, shape.key.str() + ": explore " + tuner::exploreMarkName(rule.explore) +

@@ -459,7 +459,8 @@ FitResult fit(const Measurements& data, const FitOptions& options) {
                       evidenceOf(shape, band, sf.evidence, decisions) +
                       (band.extended ? "; " + sf.extension.note : ""));
     }
-    if (shape.perCall && !decisions.empty() && (shape.key.nodes > 0 || shape.key.ranks > 0)) {
+    if (shape.perCall && sf.evidence.kind == EvidenceKind::Calls &&
+        (shape.key.nodes > 0 || shape.key.ranks > 0)) {
       detail::addExploreMarks(shape, choices, base, options, result.marks);
     }
     auto& list = setups[{shape.key.collective, shape.key.nodes, shape.key.ranks, sf.ncclVersions.lo,

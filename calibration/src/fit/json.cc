@@ -69,6 +69,7 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
   }
   out["rules"] = r.rules.size();
   out["margin"] = r.options.margin;
+  out["calls_margin"] = r.options.callsMargin;
   out["min_repeats"] = r.options.minRepeats;
   if (!r.ncclVersion.empty()) out["nccl"] = r.ncclVersion;
 

@@ -86,6 +86,7 @@ std::string tableText(const FitResult& r) {
   if (!o.inputs.empty()) os << "#@ inputs: " << oneLine(inputsList(o.inputs)) << "\n";
   if (!r.ncclVersion.empty()) os << "#@ nccl: " << r.ncclVersion << "\n";
   os << "#@ margin: " << o.margin << "\n";
+  os << "#@ calls-margin: " << o.callsMargin << "\n";
   os << "#@ min-repeats: " << o.minRepeats << "\n";
   os << "#@ coverage: sizes from 0; band edges at geometric midpoints of measured sizes, or at "
         "the measured size where the neighbour loses beyond the bar; past "

@@ -24,6 +24,10 @@ namespace pilot::calibration {
 /// sets the bar; the margin is the floor for quiet sizes: 2.5 times the quiet run-to-run
 /// difference, so a rule needs a gain no rerun of the same sweep would take away.
 constexpr double kDefaultMargin = 0.05;
+/// The floor for per-call samples (profiler metrics): the configurations ran interleaved in one
+/// job, so no shift of a whole run separates them, and the standard errors of the calls carry
+/// the noise; the floor only keeps gains too small to matter out of the table.
+constexpr double kDefaultCallsMargin = 0.02;
 constexpr int kDefaultMinRepeats = 2;
 
 /// Without repeats of the default the noise is estimated from the data, and more evidence is
@@ -48,15 +52,17 @@ constexpr double kMinTwinSigma = 0.02;
 /// kMinCalls calls of its own at that size (and the baseline too).
 constexpr double kCallsDeviations = 2.0;
 constexpr uint64_t kMinCalls = 6;
-/// Per-call samples: calls of an alternative at a size (pooled over ranks and jobs) past which
-/// more exploring would add little; the table marks it `explore=known` (explore_marks.cc).
+/// Per-call samples: calls of the fastest configuration at a size (pooled over ranks and jobs)
+/// past which the table marks it `explore=known` (explore_marks.cc); any other is known once
+/// two standard errors of its difference from the fastest are within the calls margin.
 constexpr uint64_t kKnownCalls = 24;
 /// expect= points a rule carries at most (the table parser's limit).
 constexpr size_t kMaxExpectPoints = tuner::kMaxExpectedTimes;
 
 struct FitOptions {
-  double margin = kDefaultMargin;       ///< minimum relative gain over NCCL's default
-  int minRepeats = kDefaultMinRepeats;  ///< runs a series needs for its spread to count
+  double margin = kDefaultMargin;            ///< minimum relative gain over NCCL's default
+  double callsMargin = kDefaultCallsMargin;  ///< the same, for per-call samples
+  int minRepeats = kDefaultMinRepeats;       ///< runs a series needs for its spread to count
   /// The rules' nccl= and fabric= keys: "" = from the logs (unknown stays unkeyed), "any" =
   /// none, else the key's value as the table writes it ("2.27", "2.27-2.28", "ib|roce").
   std::string nccl, fabric;

@@ -9,23 +9,6 @@
 #include "pilot/tuner/graph_capture.h"
 
 namespace pilot::tuner {
-namespace {
-
-/// Set bits, without the libgcc call __builtin_popcount makes for a baseline x86-64 target.
-uint32_t countBits(uint32_t v) {
-  v = v - ((v >> 1) & 0x55555555u);
-  v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
-  return (((v + (v >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
-}
-
-/// `mask` without its first `skip` (mod its count) set bits; 0 stays 0.
-uint32_t dropFirst(uint32_t mask, uint64_t skip) {
-  if (mask == 0) return 0;
-  for (uint32_t n = static_cast<uint32_t>(skip % countBits(mask)); n > 0; --n) mask &= mask - 1;
-  return mask;
-}
-
-}  // namespace
 
 Expected<ExploreSettings> readExploreSettings(const EnvLookup& env) {
   ExploreSettings s;
@@ -77,12 +60,17 @@ bool Explorer::dueAt(uint64_t n) noexcept {
   return !graphCaptured(commId_);  // graph_capture.h: an alternative would replay forever
 }
 
-void Explorer::fund(double pickCost) noexcept {
+bool Explorer::fund(double pickCost, double leastCharge) noexcept {
   // Every rank adds the same numbers in the same order: the sums are bit-identical.
-  budget_.store(budget_.load(std::memory_order_relaxed) + perCall_ * pickCost,
-                std::memory_order_relaxed);
-  costSum_.store(costSum_.load(std::memory_order_relaxed) + pickCost, std::memory_order_relaxed);
-  funded_.store(funded_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const double budget = budget_.load(std::memory_order_relaxed) + perCall_ * pickCost;
+  const double sum = costSum_.load(std::memory_order_relaxed) + pickCost;
+  const uint64_t funded = funded_.load(std::memory_order_relaxed) + 1;
+  budget_.store(budget, std::memory_order_relaxed);
+  costSum_.store(sum, std::memory_order_relaxed);
+  funded_.store(funded, std::memory_order_relaxed);
+  // charge <= kWindow x sum / funded, without the division.
+  return leastCharge <= budget &&
+         leastCharge * static_cast<double>(funded) <= ExploreSchedule::kWindow * sum;
 }
 
 Explorer::Entry* Explorer::entryOf(uint64_t key) noexcept {
@@ -98,19 +86,18 @@ Explorer::Entry* Explorer::entryOf(uint64_t key) noexcept {
   return nullptr;  // the set is full
 }
 
-int Explorer::nextTurn(Entry* e, uint64_t key, uint64_t found, const float* costs,
-                       double pickCost) noexcept {
+int Explorer::nextTurn(Entry& e, uint64_t found, const float* costs, double pickCost) noexcept {
   using S = ExploreSchedule;
-  const uint64_t state = found != 0 ? found : e->state.load(std::memory_order_relaxed);
+  const uint64_t state = found != 0 ? found : e.state.load(std::memory_order_relaxed);
   const uint32_t set = static_cast<uint32_t>(state) & kCellMask;
-  // The window: what one exploration may cost, from the communicator's mean call.
-  const double window = S::kWindow * costSum_.load(std::memory_order_relaxed) /
-                        static_cast<double>(funded_.load(std::memory_order_relaxed));
+  // The window, as fund() tests it: charge x calls <= kWindow x their cost.
+  const double calls = static_cast<double>(funded_.load(std::memory_order_relaxed));
+  const double limit = S::kWindow * costSum_.load(std::memory_order_relaxed);
   auto charge = [&](int c) { return S::kMargin * static_cast<double>(costs[c]) - pickCost; };
   uint32_t eligible = 0;
   for (uint32_t m = set; m != 0; m &= m - 1) {
     const int c = __builtin_ctz(m);
-    if (costs[c] >= 0.0f && charge(c) <= window) eligible |= uint32_t{1} << c;
+    if (costs[c] >= 0.0f && charge(c) * calls <= limit) eligible |= uint32_t{1} << c;
   }
   uint32_t rest = static_cast<uint32_t>(state >> 32) & eligible;
   uint32_t rounds = static_cast<uint32_t>(state >> 21) & 1023;
@@ -118,14 +105,9 @@ int Explorer::nextTurn(Entry* e, uint64_t key, uint64_t found, const float* cost
     rest = eligible;
     rounds += eligible != 0 ? 1 : 0;
   }
-  // Without an entry no turns are kept: the communicator's count takes turns.
-  const uint32_t turn =
-      e != nullptr
-          ? rest
-          : dropFirst(eligible, explorations_.load(std::memory_order_relaxed) + (key >> 40));
   int cell = -1;
-  if (turn != 0) {
-    const int next = __builtin_ctz(turn);
+  if (rest != 0) {
+    const int next = __builtin_ctz(rest);
     const double cost = std::max(0.0, charge(next));
     const double budget = budget_.load(std::memory_order_relaxed);
     if (cost <= budget) {  // else the turn waits for the budget
@@ -136,11 +118,9 @@ int Explorer::nextTurn(Entry* e, uint64_t key, uint64_t found, const float* cost
       cell = next;
     }
   }
-  if (e != nullptr) {
-    e->state.store(
-        static_cast<uint64_t>(rest) << 32 | kFound | static_cast<uint64_t>(rounds) << 21 | set,
-        std::memory_order_relaxed);
-  }
+  e.state.store(
+      static_cast<uint64_t>(rest) << 32 | kFound | static_cast<uint64_t>(rounds) << 21 | set,
+      std::memory_order_relaxed);
   return cell;
 }
 

@@ -97,10 +97,10 @@ struct ExploreHints {
 /// it passed (never one it marked ignored) but the cell the decision runs and the cells the
 /// table's `explore=` lines exclude. NCCL's table is the same on every rank; the decision is
 /// taken as if regBuff were unknown (the only per-process input a rule may have). They are found
-/// at the pair's first call that may explore and kept with its turns (a table of kKeys pairs; a
-/// pair whose set is full finds them every time and takes the communicator's count as its
-/// turn). The pair's explorations take turns over the candidates within the window, in cell
-/// order, kRounds rounds at most.
+/// at the pair's first call that may explore and kept with its turns in a table of kKeys pairs
+/// (a pair whose set of it is full is not explored: a job of more sizes than that calls each
+/// too rarely for `fit` to learn from). The pair's explorations take turns over the candidates
+/// within the window, in cell order, kRounds rounds at most.
 class Explorer {
  public:
   static constexpr unsigned kLogSets = 7;
@@ -129,14 +129,16 @@ class Explorer {
     const int pick = cheapestCell(ncclCosts, numCells);
     if (pick < 0) return -1;
     const double pickCost = ncclCosts[pick];
-    fund(pickCost);
-    const uint64_t key = keyOf(collType, nBytes);
-    Entry* e = entryOf(key);
-    if (e != nullptr && (e->state.load(std::memory_order_relaxed) & kFound) != 0) {
-      return nextTurn(e, key, 0, ncclCosts, pickCost);
+    // No alternative costs less than NCCL's pick, so none is charged less than
+    // (kMargin - 1) x its cost: when that does not fit, the pair is not even looked up.
+    if (!fund(pickCost, (ExploreSchedule::kMargin - 1) * pickCost)) return -1;
+    Entry* e = entryOf(keyOf(collType, nBytes));
+    if (e == nullptr) return -1;  // its set of the turn table is full: not explored
+    if ((e->state.load(std::memory_order_relaxed) & kFound) != 0) {
+      return nextTurn(*e, 0, ncclCosts, pickCost);
     }
     const uint32_t found = candidates(ncclCosts, numCells, decided()) & ~hints().exclude;
-    return nextTurn(e, key, found | kFound, ncclCosts, pickCost);
+    return nextTurn(*e, found | kFound, ncclCosts, pickCost);
   }
 
   /// The usable cells of a cost table (bit c: cell c) without `decided` (-1: none).
@@ -160,12 +162,13 @@ class Explorer {
   static constexpr uint32_t kCellMask = (1u << kMaxExploreCells) - 1;
   uint64_t keyOf(int collType, uint64_t nBytes) const noexcept;
   Entry* entryOf(uint64_t key) noexcept;
-  /// Adds a call's share of the budget, and its cost to the communicator's mean.
-  void fund(double pickCost) noexcept;
+  /// Adds a call's share of the budget, and its cost to the communicator's mean; whether an
+  /// exploration charged `leastCharge` would fit the budget and the window.
+  /// The window: one exploration may cost kWindow x the mean of the calls so far.
+  bool fund(double pickCost, double leastCharge) noexcept;
   /// The pair's next candidate within the window and the budget, or -1; `found` (with kFound)
-  /// when its candidates were just found; `e` null when the pair has no entry.
-  int nextTurn(Entry* e, uint64_t key, uint64_t found, const float* costs,
-               double pickCost) noexcept;
+  /// when its candidates were just found.
+  int nextTurn(Entry& e, uint64_t found, const float* costs, double pickCost) noexcept;
   /// Call n may explore: schedules the next one; whether this one may.
   bool dueAt(uint64_t n) noexcept;
   /// The calls from one that may explore to the next after call n: 1 .. kDueGap.

@@ -95,10 +95,30 @@ bool visitVerdict(const Rule& r) {
 const Rule* referenceMatch(const TuningTable& table, const CommShape& shape,
                            const ProcessFacts& facts, Collective coll, uint64_t nBytes) {
   for (const Rule& r : table.rules) {
+    if (r.isMark()) continue;  // explore= lines never decide
     if (!shapeMatches(r, shape) || !factsMatch(r, facts) || !(r.collectives & bit(coll))) continue;
     if (sizeMatches(r, coll, shape.nRanks, nBytes) && visitVerdict(r)) return &r;
   }
   return nullptr;
+}
+
+uint32_t referenceExclusion(const TuningTable& table, const CommShape& shape,
+                            const ProcessFacts& facts, Collective coll, uint64_t nBytes) {
+  uint32_t cells = 0;
+  for (const Rule& r : table.rules) {
+    if (r.explore != ExploreMark::Slow && r.explore != ExploreMark::Known) continue;
+    if (!shapeMatches(r, shape) || !factsMatch(r, facts) || !(r.collectives & bit(coll))) continue;
+    if (!sizeMatches(r, coll, shape.nRanks, nBytes)) continue;
+    for (int a = 0; a < kNumAlgorithms; ++a) {
+      for (int p = 0; p < kNumProtocols; ++p) {
+        if ((r.algorithms == 0 || (r.algorithms >> a) & 1) &&
+            (r.protocols == 0 || (r.protocols >> p) & 1)) {
+          cells |= 1u << (a * kNumProtocols + p);
+        }
+      }
+    }
+  }
+  return cells;
 }
 
 void checkCostTableCall(const TunerContext& ctx, int coll, uint64_t nBytes, int numAlgo,

@@ -37,6 +37,11 @@ const Rule* referenceMatch(const TuningTable& table, const CommShape& shape,
                            const pilot::tuner::ProcessFacts& facts, Collective coll,
                            uint64_t nBytes);
 
+/// The cells the table's explore=slow|known marks exclude at (coll, nBytes), by a linear scan.
+uint32_t referenceExclusion(const TuningTable& table, const CommShape& shape,
+                            const pilot::tuner::ProcessFacts& facts, Collective coll,
+                            uint64_t nBytes);
+
 /// getCollInfo on a guarded cost table: IGNORE cells stay IGNORE, others keep their value or
 /// become 0 / -1, nothing past numAlgo is written, channels stay in 0..64; an invalid
 /// collective changes nothing.

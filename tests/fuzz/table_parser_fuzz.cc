@@ -4,7 +4,8 @@
 //     equal fields;
 //  3. for several communicator shapes and process facts (fabric, NCCL version),
 //     CompiledTable::firstMatch agrees with a plain first-match scan of the parsed rules (a
-//     differential check of the interval index and of the fabric=/nccl= keys);
+//     differential check of the interval index and of the fabric=/nccl= keys), and the
+//     explore= marks exclude the cells a plain scan of them says;
 //  4. TunerContext lookups through every entry point keep NCCL's invariants on a cost table.
 // Any violation aborts with the details on stderr.
 #include <cstdio>
@@ -51,6 +52,11 @@ void checkIndex(const TuningTable& table, const CompiledTable& compiled, const C
       auto visit = [](const Rule& r) { return fuzz::visitVerdict(r); };
       const Rule* got = compiled.firstMatch(coll, size, visit);
       const Rule* want = fuzz::referenceMatch(table, shape, facts, coll, size);
+      const uint32_t excluded = compiled.exploreHints(coll, size).exclude;
+      if (excluded != fuzz::referenceExclusion(table, shape, facts, coll, size)) {
+        die("explore= marks disagree with a linear scan: " + std::string(collectiveName(coll)) +
+            " " + std::to_string(size) + " bytes");
+      }
       const int gotLine = got ? got->line : 0, wantLine = want ? want->line : 0;
       if (gotLine != wantLine) {
         die("index disagrees with a linear scan: " + std::string(collectiveName(coll)) + " " +

@@ -124,8 +124,11 @@ void printExplainText(std::ostream& out, const ExplainContext& ctx,
   out << "\nexploration (explore= lines, written by `nccl-pilot fit`; what a job with "
          "NCCL_PILOT_TUNER_EXPLORE still tries):\n";
   for (const tuner::CompiledTable::Mark& m : ctx.marks) {
-    out << "  " << formatSize(m.sizeLo) << " .. " << formatSize(m.sizeHi) << "  "
-        << markCells(m.cells) << ": " << markMeaning(m.mark) << " (line " << m.line << ")\n";
+    out << "  "
+        << (m.sizeLo == m.sizeHi ? formatSize(m.sizeLo)
+                                 : formatSize(m.sizeLo) + " .. " + formatSize(m.sizeHi))
+        << "  " << markCells(m.cells) << ": " << markMeaning(m.mark) << " (line " << m.line
+        << ")\n";
   }
 }
 

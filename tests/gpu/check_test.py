@@ -415,9 +415,10 @@ class ExplorePhase(unittest.TestCase):
 
     LINE = ("host:1:1 [0] NCCL INFO AllReduce: {b} Bytes -> Algo {a} proto {p} "
             "channel{{Lo..Hi}}={{0..1}}\n")
-    INIT = ("host:1:1 [0] NCCL INFO TUNER/Pilot: communicator 2 ranks on 2 nodes: exploring 0.25 "
-            "of the calls of each (collective, size), alternatives within 2x of NCCL's predicted "
-            "cost; schedule digest 1a2b3c4d (the fraction, the bound and table none: ...)\n")
+    INIT = ("host:1:1 [0] NCCL INFO TUNER/Pilot: communicator 2 ranks on 2 nodes: exploring "
+            "within 25% of NCCL's predicted time, the cheap calls first (an alternative is "
+            "charged 3x NCCL's cost of it); schedule digest 1a2b3c4d (the budget and table "
+            "none: ...)\n")
 
     def phase(self, root, cells_per_rank, summaries):
         import types

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <ostream>
 #include <string>
 
 #include "job_sim.h"
@@ -327,6 +328,10 @@ const G5Sweep kG5Sweeps[] = {
     {"cs244c-g5-a10g-5n1gpu-allgather-sequential.txt", "allgather", 0.80},
 };
 
+void PrintTo(const G5Sweep& s, std::ostream* os) {
+  *os << s.file << " " << s.collective;
+}
+
 class JobSimLoopNcclModel : public ::testing::TestWithParam<G5Sweep> {};
 
 TEST_P(JobSimLoopNcclModel, BudgetedExplorationThenTheTable) {
@@ -338,7 +343,16 @@ TEST_P(JobSimLoopNcclModel, BudgetedExplorationThenTheTable) {
     loop(t, tag.substr(0, 40), seed, GetParam().minCaptured);
 }
 
-INSTANTIATE_TEST_SUITE_P(G5, JobSimLoopNcclModel, ::testing::ValuesIn(kG5Sweeps));
+/// "2n1gpu_allreduce_overlap" for a test name.
+std::string sweepName(const testing::TestParamInfo<G5Sweep>& info) {
+  std::string name = info.param.file;
+  name = name.substr(std::string("cs244c-g5-a10g-").size());
+  name = name.substr(0, name.size() - std::string(".txt").size());
+  for (char& c : name) c = c == '-' ? '_' : c;
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(G5, JobSimLoopNcclModel, ::testing::ValuesIn(kG5Sweeps), sweepName);
 
 // The cost table as "truth times a small error" (the second case): NCCL's model is right but
 // for its own pick.

@@ -651,6 +651,14 @@ JobResult runJob(const Truth& truth, const JobOptions& o) {
   return job;
 }
 
+JobResult runShadow(const Truth& truth, const JobOptions& options) {
+  JobOptions off = options;
+  off.explore = "0";
+  off.metricsDir = "";
+  off.outDir = options.outDir + "/shadow";
+  return runJob(truth, off);
+}
+
 double ExplorationStats::maxSizeShare() const {
   double worst = 0;
   for (size_t s = 0; s < callsPerSize.size(); ++s) {
@@ -791,11 +799,7 @@ std::vector<LoopJob> runLoop(const Truth& truth, const JobOptions& base,
     }
     j.job = runJob(truth, o);
     if (j.job.error.empty()) {
-      JobOptions off = o;
-      off.explore = "0";
-      off.metricsDir = "";
-      off.outDir = dir + "/shadow";
-      const JobResult shadow = runJob(truth, off);
+      const JobResult shadow = runShadow(truth, o);
       j.stats = compareRuns(truth, j.job, shadow);
       if (!shadow.error.empty()) j.error = "shadow: " + shadow.error;
     } else {

@@ -172,6 +172,10 @@ struct JobResult {
 /// Forks one process per rank, runs the job, reads the ranks' files back.
 JobResult runJob(const Truth& truth, const JobOptions& options);
 
+/// The job of `options` again with exploration off and no profiler, in options.outDir/shadow:
+/// what each call would have run (compareRuns' baseline).
+JobResult runShadow(const Truth& truth, const JobOptions& options);
+
 /// What an exploring job did, against the same job with exploration off (`baseline`: same
 /// truth, table and calls): a call explores when its cell differs from the baseline's.
 struct ExplorationStats {

@@ -175,11 +175,7 @@ int main(int argc, char** argv) {
   std::printf("job %.1f ms (with noise %.1f ms), NCCL alone %.1f ms: %.4fx\n", job.jobUs / 1000,
               job.jobNoisyUs / 1000, job.ncclUs / 1000, job.jobUs / job.ncclUs);
   if (shadow) {
-    sim::JobOptions off = o;
-    off.explore = "0";
-    off.metricsDir = "";
-    off.outDir = o.outDir + "/shadow";
-    const sim::JobResult base = sim::runJob(truth, off);
+    const sim::JobResult base = sim::runShadow(truth, o);
     if (!base.error.empty()) {
       std::fprintf(stderr, "pilot_job_sim: shadow: %s\n", base.error.c_str());
       return 1;

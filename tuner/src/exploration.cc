@@ -68,9 +68,7 @@ bool Explorer::fund(double pickCost, double leastCharge) noexcept {
   budget_.store(budget, std::memory_order_relaxed);
   costSum_.store(sum, std::memory_order_relaxed);
   funded_.store(funded, std::memory_order_relaxed);
-  // charge <= kWindow x sum / funded, without the division.
-  return leastCharge <= budget &&
-         leastCharge * static_cast<double>(funded) <= ExploreSchedule::kWindow * sum;
+  return leastCharge <= budget && inWindow(leastCharge, static_cast<double>(funded), sum);
 }
 
 Explorer::Entry* Explorer::entryOf(uint64_t key) noexcept {
@@ -90,14 +88,13 @@ int Explorer::nextTurn(Entry& e, uint64_t found, const float* costs, double pick
   using S = ExploreSchedule;
   const uint64_t state = found != 0 ? found : e.state.load(std::memory_order_relaxed);
   const uint32_t set = static_cast<uint32_t>(state) & kCellMask;
-  // The window, as fund() tests it: charge x calls <= kWindow x their cost.
   const double calls = static_cast<double>(funded_.load(std::memory_order_relaxed));
-  const double limit = S::kWindow * costSum_.load(std::memory_order_relaxed);
+  const double sum = costSum_.load(std::memory_order_relaxed);
   auto charge = [&](int c) { return S::kMargin * static_cast<double>(costs[c]) - pickCost; };
   uint32_t eligible = 0;
   for (uint32_t m = set; m != 0; m &= m - 1) {
     const int c = __builtin_ctz(m);
-    if (costs[c] >= 0.0f && charge(c) * calls <= limit) eligible |= uint32_t{1} << c;
+    if (costs[c] >= 0.0f && inWindow(charge(c), calls, sum)) eligible |= uint32_t{1} << c;
   }
   uint32_t rest = static_cast<uint32_t>(state >> 32) & eligible;
   uint32_t rounds = static_cast<uint32_t>(state >> 21) & 1023;

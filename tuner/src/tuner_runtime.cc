@@ -341,12 +341,13 @@ const TunerRuntime::Loaded& TunerRuntime::loadOnce(Logger& log, const ProcessFac
     fabricKept += r.fabrics != 0 && fabricAdmits(r, facts) ? 1 : 0;
     ncclKept += !r.ncclVersions.any() && ncclAdmits(r, facts) ? 1 : 0;
   }
+  const std::string markCount =
+      marks == 0 ? "" : "; " + std::to_string(marks) + " of them exploration marks";
   PILOT_LOG(log, Info, subsys::Init | subsys::Tuning,
             "loaded %zu rules from %s (sha256 %s, %zu lines skipped)%s%s%s",
             parsed.table.rules.size(), path->c_str(),
             parsed.table.sha256.substr(0, kLoggedDigest).c_str(), parsed.diagnostics.size(),
-            marks == 0 ? "" : ("; " + std::to_string(marks) + " of them exploration marks").c_str(),
-            provenance.empty() ? "" : "; ", provenance.c_str());
+            markCount.c_str(), provenance.empty() ? "" : "; ", provenance.c_str());
   PILOT_LOG(log, Info, subsys::Init | subsys::Tuning,
             "matching %s: fabric= on %zu rules (%zu hold), nccl= on %zu rules (%zu hold)",
             describeFacts(facts).c_str(), withFabric, fabricKept, withNccl, ncclKept);

@@ -15,7 +15,7 @@ namespace {
 struct Seen {
   tuner::ExploreMark mark = tuner::ExploreMark::First;
   uint64_t calls = 0;
-  double timeUs = 0, slower = 0;  ///< slower: 1 - best / timeUs
+  double slower = 0;  ///< 1 - the fastest's time / this one's
 };
 
 /// The cell a configuration runs: one algorithm and one protocol, else -1.
@@ -50,7 +50,6 @@ void addExploreMarks(const Shape& shape, const std::vector<tuner::Rule>& choices
     for (const auto& [cell, st] : cells) {
       Seen s;
       s.calls = st->calls;
-      s.timeUs = st->timeUs;
       if (best != nullptr && st != best && st->calls >= kMinCalls) {
         s.slower = 1.0 - best->timeUs / st->timeUs;
         if (s.slower > callsBar(*st, *best, options.callsMargin)) {
@@ -71,11 +70,10 @@ void addExploreMarks(const Shape& shape, const std::vector<tuner::Rule>& choices
       size_t j = i;
       while (j + 1 < seen.size() && seen[j + 1].second.mark == seen[i].second.mark) ++j;
       tuner::Rule rule = base;
-      rule.size = tuner::Range{seen[i].first, seen[j].first};
-      if (rule.perRankSize && shape.key.ranks > 0) {
-        const auto ranks = static_cast<uint64_t>(shape.key.ranks);
-        rule.size = tuner::Range{seen[i].first / ranks, seen[j].first / ranks};
-      }
+      // Measured sizes are NCCL's totals; a per-rank rule's axis is a rank's share of them.
+      const uint64_t scale =
+          rule.perRankSize && shape.key.ranks > 0 ? static_cast<uint64_t>(shape.key.ranks) : 1;
+      rule.size = tuner::Range{seen[i].first / scale, seen[j].first / scale};
       rule.algorithms = static_cast<tuner::AlgoMask>(1u << (cell / tuner::kNumProtocols));
       rule.protocols = static_cast<tuner::ProtoMask>(1u << (cell % tuner::kNumProtocols));
       rule.explore = seen[i].second.mark;

@@ -165,8 +165,12 @@ class Explorer {
   Entry* entryOf(uint64_t key) noexcept;
   /// Adds a call's share of the budget, and its cost to the communicator's mean; whether an
   /// exploration charged `leastCharge` would fit the budget and the window.
-  /// The window: one exploration may cost kWindow x the mean of the calls so far.
   bool fund(double pickCost, double leastCharge) noexcept;
+  /// The window: one exploration may cost kWindow x the mean of the `calls` so far (their
+  /// predicted costs add up to `sum`), tested without a division.
+  static bool inWindow(double charge, double calls, double sum) noexcept {
+    return charge * calls <= ExploreSchedule::kWindow * sum;
+  }
   /// The pair's next candidate within the window and the budget, or -1; `found` (with kFound)
   /// when its candidates were just found.
   int nextTurn(Entry& e, uint64_t found, const float* costs, double pickCost) noexcept;

@@ -2,6 +2,8 @@
 # A real node_exporter (textfile collector) and a real Prometheus server, started here, scrape
 # what the library wrote (NCCL_PILOT_METRICS_DIR) and what it serves (NCCL_PILOT_METRICS_PORT)
 # while the fake NCCL replays a scenario; queries must bring the library's figures back.
+# Last, every Grafana dashboard panel's query and every rule of examples/prometheus/rules.yml
+# (which this Prometheus loads) must work against it and return data (dashboard_check.py).
 # Exits 77 (skip) with one line when a binary is missing, unless CI=true.
 # Usage: prometheus_e2e.sh REPLAY PROFILER_MODULE
 set -euo pipefail
@@ -9,6 +11,7 @@ set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: $0 REPLAY PROFILER_MODULE" >&2; exit 2; }
 replay=$1
 module=$2
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 skip() {
   if [[ ${CI:-} == true ]]; then
@@ -53,6 +56,26 @@ NCCL_PILOT_METRICS_DIR="$work/textfile" NCCL_PILOT_METRICS_INTERVAL_S=1 \
   >"$work/replay.log" 2>&1 &
 pids+=($!)
 
+# Four ranks of one communicator, each its own process serving HTTP: rank 2 arrives late at every
+# collective (its kernels are the shortest), and the all-reduces run at 70% of the calibrated
+# table's time (examples/monitoring/demo.table, nodes=2): the rules' joins across ranks and the
+# dashboard's straggler and drift panels get data.
+cat >"$work/ranks.scenario" <<'SCENARIO'
+comm 0xda7a dp 4 2
+coll 0xda7a AllReduce 4194304 ncclFloat32 RING SIMPLE 8 5 1000,1000,850,1000
+coll 0xda7a AllGather 65536 ncclFloat32 RING SIMPLE 4 5 52,52,44,52
+SCENARIO
+rank_ports=()
+for rank in 0 1 2 3; do
+  rank_ports+=("$(free_port)")
+  env -u LOCAL_RANK -u SLURM_LOCALID -u OMPI_COMM_WORLD_LOCAL_RANK -u MPI_LOCALRANKID \
+    NCCL_PILOT_METRICS=1 NCCL_PILOT_METRICS_INTERVAL_S=1 NCCL_PILOT_METRICS_PORT="${rank_ports[-1]}" \
+    NCCL_PILOT_TUNER_TABLE="$src/examples/monitoring/demo.table" SLURM_JOB_ID=e2e \
+    "$replay" --module "$module" --scenario "$work/ranks.scenario" --rank "$rank" \
+    --repeat-for 150 >"$work/rank-$rank.log" 2>&1 &
+  pids+=($!)
+done
+
 # The library's own textfile, once it holds the collectives (written every second).
 prom=""
 for _ in $(seq 1 100); do
@@ -75,15 +98,19 @@ prometheus-node-exporter --web.listen-address="127.0.0.1:$exporter_port" \
   --collector.disable-defaults --collector.textfile \
   --collector.textfile.directory="$work/textfile" >"$work/node-exporter.log" 2>&1 &
 pids+=($!)
+rank_targets=$(printf '"127.0.0.1:%s",' "${rank_ports[@]}")
 cat >"$work/prometheus.yml" <<CONFIG
 global:
   scrape_interval: 1s
   evaluation_interval: 1s
+rule_files: ["$src/examples/prometheus/rules.yml"]
 scrape_configs:
   - job_name: node
     static_configs: [{targets: ["127.0.0.1:$exporter_port"]}]
   - job_name: pilot
     static_configs: [{targets: ["127.0.0.1:$lib_port"]}]
+  - job_name: ranks
+    static_configs: [{targets: [${rank_targets%,}]}]
 CONFIG
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
   --web.listen-address="127.0.0.1:$prometheus_port" >"$work/prometheus.log" 2>&1 &
@@ -179,3 +206,11 @@ check("HTTP endpoint: distinct peers sent to",
 check("node_exporter read the file without error", 'node_textfile_scrape_error{job="node"}', 0)
 sys.exit(1 if failures else 0)
 CHECK
+
+# Every dashboard panel's query and every rule against this Prometheus; and the rules' join of
+# the four ranks above names rank 2 as the late arriver (about 15% ahead of the median).
+python3 "$src/tests/profiler/dashboard_check.py" --prometheus "http://127.0.0.1:$prometheus_port" \
+  --dashboard "$src/examples/grafana/nccl-pilot-dashboard.json" \
+  --rules "$src/examples/prometheus/rules.yml" --timeout 60 \
+  --expect 'comm_collective_size:nccl_pilot_comm_late_arriver:lead_ratio{comm="0xda7a",rank="2"} > 0.1' \
+  --expect 'min(nccl_pilot_drift_ratio{comm="0xda7a",collective="AllReduce"}) < 0.8'

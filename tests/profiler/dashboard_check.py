@@ -48,10 +48,6 @@ BUILTINS = {
 # The library's per-communicator state series (issue 30), named apart when missing.
 STATE_SERIES = "nccl_pilot_comm_"
 METRIC = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
-PROMQL_WORDS = {
-    "by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless",
-    "offset", "bool", "inf", "nan",
-}
 
 
 class QueryError(Exception):
@@ -107,7 +103,8 @@ def substitute(expr, variables):
             return BUILTINS[name]
         raise ValueError(f"unknown variable {whole}")
 
-    # ${name}, ${name:format}, [[name]], $name: the longest names first, as Grafana matches.
+    # ${name}, ${name:format}, [[name]], $name (\w+ takes the whole name: $comm_name is never
+    # $comm followed by _name).
     expr = re.sub(r"\$\{(\w+)(?::\w+)?\}", lambda m: value(m.group(1), m.group(0)), expr)
     expr = re.sub(r"\[\[(\w+)\]\]", lambda m: value(m.group(1), m.group(0)), expr)
     return re.sub(r"\$(\w+)", lambda m: value(m.group(1), m.group(0)), expr)
@@ -120,9 +117,7 @@ def metric_names(expr):
     names = []
     for m in METRIC.finditer(bare):
         name = m.group(0)
-        if name in PROMQL_WORDS or name in names:
-            continue
-        if name.startswith("nccl_") or ":" in name:
+        if (name.startswith("nccl_") or ":" in name) and name not in names:
             names.append(name)
     return names
 
@@ -131,8 +126,10 @@ def read_rules(path):
     """{name: (kind, expr)} of every rule in the file. A line reader for the layout our rules
     file keeps ('- record: NAME' or '- alert: NAME', then 'expr: |' and its indented lines):
     the standard library has no YAML parser."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
     rules, current, collecting, indent = {}, None, False, 0
-    for line in open(path, encoding="utf-8"):
+    for line in lines:
         m = re.match(r"\s*- (record|alert):\s*(\S+)\s*$", line)
         if m:
             current, collecting = m.group(2), False
@@ -276,7 +273,8 @@ def main():
         ap.error("--prometheus or --as-rules is needed")
 
     try:
-        dashboard = json.load(open(args.dashboard, encoding="utf-8"))
+        with open(args.dashboard, encoding="utf-8") as f:
+            dashboard = json.load(f)
         rules = read_rules(args.rules)
         queries = dashboard_queries(dashboard)
     except (OSError, ValueError) as e:

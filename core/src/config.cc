@@ -99,6 +99,14 @@ const std::vector<SettingInfo>& allSettings() {
        nullptr},
       {"NCCL_PILOT_METRICS_DRIFT_CALLS", SettingType::Text, "100",
        "calls a band needs before its drift counts", nullptr},
+      {"NCCL_PILOT_STALL_S", SettingType::Text, "300",
+       "seconds without a completion, while an operation is in flight, before a communicator "
+       "counts as stalled (a WARN line, the state file, nccl_pilot_comm_stalled), 1..86400",
+       nullptr},
+      {"NCCL_PILOT_METRICS_PROXY", SettingType::Text, "off",
+       "network progress events: off, ops (NCCL's ProxyOp events: which peer and channel a "
+       "stalled operation still waits on) or steps (ProxyStep events too: how far each got)",
+       nullptr},
   };
   return settings;
 }

@@ -68,7 +68,10 @@ uint64_t CommMonitor::peerHash(int peer) {
 
 CommMonitor::CommMonitor(CommIdentity identity, const MetricsSettings& settings,
                          tuner::TunerRuntime::Compiled table)
-    : identity_(std::move(identity)), settings_(settings), table_(std::move(table)) {
+    : identity_(std::move(identity)),
+      settings_(settings),
+      table_(std::move(table)),
+      inFlight_(identity_.nRanks) {
   const int ranks = identity_.nRanks > 0 ? identity_.nRanks : 0;
   peerWords_ = (static_cast<size_t>(ranks) + 63) / 64;
   // Value-initialized: every bit clear.

@@ -89,6 +89,8 @@ struct EventPath::Slot {
   double expectedNs = 0;
   unsigned keyIndex = 0;
   unsigned sampleSlot = CallSamples::kNoKey;
+  bool measured = true;  // false: only followed to its completion (sampled out, too small)
+  uint64_t ordinal = 0;  // in its communicator's InFlightLog
   std::atomic<uint64_t> lanes[kMaxChannels] = {};  // the lanes' words (above)
   // Written by the start that took the lane, read by its stop states and the completion.
   // Atomic because a stop state sent after the stop may read another task's start; its
@@ -234,21 +236,28 @@ void* EventPath::startCollective(CommMonitor& comm, const CollEvent& e) {
     comm.count(Skip::Unknown);
     return nullptr;
   }
-  const MetricsSettings& s = comm.settings();
-  if (bytes == 0 || bytes < s.minBytes) {
-    comm.count(Skip::BelowMinBytes);
-    return nullptr;
-  }
-  if (s.sample > 1 && e.seqNumber % s.sample != 0) {
-    comm.count(Skip::SampledOut);
-    return nullptr;
-  }
-  if (e.nChannels == 0 || e.nChannels > kMaxChannels) {
-    comm.count(Skip::NoChannels);
-    return nullptr;
-  }
+  // Every collective NCCL names is followed to its completion, measured or not: the rank says
+  // what it waits for (in_flight.h).
+  const bool timeable = e.nChannels > 0 && e.nChannels <= kMaxChannels;
+  const uint64_t ordinal =
+      comm.inFlight().launch(op, bytes, -1, timeable ? e.nChannels : 0, monotonicNs());
   KeyFields key;
   key.op = op;
+  const MetricsSettings& s = comm.settings();
+  Skip skip = Skip::Count;
+  if (bytes == 0 || bytes < s.minBytes) {
+    skip = Skip::BelowMinBytes;
+  } else if (s.sample > 1 && e.seqNumber % s.sample != 0) {
+    skip = Skip::SampledOut;
+  } else if (!timeable) {
+    skip = Skip::NoChannels;
+  }
+  if (skip != Skip::Count) {
+    comm.count(skip);
+    if (!timeable) return nullptr;
+    return publish(comm, TaskKind::Collective, key, bytes, 0, e.nChannels,
+                   detail::GroupTable::kNone, ordinal, /*measured=*/false);
+  }
   key.bucket = static_cast<uint8_t>(sizeBucket(bytes));
   key.algorithm = parseAlgorithmIndex(e.algo);
   key.protocol = parseProtocolIndex(e.proto);
@@ -256,7 +265,7 @@ void* EventPath::startCollective(CommMonitor& comm, const CollEvent& e) {
   key.decision = comm.decide(op, bytes, key.algorithm, key.protocol, static_cast<int>(e.nChannels));
   void* handle =
       publish(comm, TaskKind::Collective, key, bytes, busBytes(op, bytes, comm.identity().nRanks),
-              e.nChannels, detail::GroupTable::kNone);
+              e.nChannels, detail::GroupTable::kNone, ordinal, /*measured=*/true);
   if (handle == nullptr) comm.count(Skip::NoSlot);
   return handle;
 }
@@ -272,6 +281,11 @@ void* EventPath::startP2p(CommMonitor& comm, const P2pEvent& e) {
     return nullptr;
   }
   comm.notePeer(op, e.peer);
+  const bool timeable = e.nChannels > 0 && e.nChannels <= kMaxChannels;
+  const uint64_t ordinal =
+      comm.inFlight().launch(op, bytes, e.peer, timeable ? e.nChannels : 0, monotonicNs());
+  KeyFields key;
+  key.op = op;
   const MetricsSettings& s = comm.settings();
   // A group is sampled whole (by its ticket: the user group's from v5, else the plan's, each a
   // count of the opening thread's groups of its kind), or its exchange could never be
@@ -280,23 +294,23 @@ void* EventPath::startP2p(CommMonitor& comm, const P2pEvent& e) {
   const uint64_t sequence = ticket != 0 ? ticket : comm.seen(TaskKind::P2p);
   if (s.sample > 1 && sequence % s.sample != 0) {
     comm.count(Skip::SampledOut, TaskKind::P2p);
-    return nullptr;
+    if (!timeable) return nullptr;
+    return publish(comm, TaskKind::P2p, key, bytes, 0, e.nChannels, detail::GroupTable::kNone,
+                   ordinal, /*measured=*/false);
   }
   const uint32_t group = groups_.join(e.group, e.operation, comm);
   Skip skip = Skip::Count;
   if (bytes == 0 || bytes < s.minBytes) {
     skip = Skip::BelowMinBytes;
-  } else if (e.nChannels == 0 || e.nChannels > kMaxChannels) {
+  } else if (!timeable) {
     skip = Skip::NoChannels;
   }
   void* handle = nullptr;
   if (skip == Skip::Count) {
-    KeyFields key;
-    key.op = op;
     key.bucket = static_cast<uint8_t>(sizeBucket(bytes));
     key.channels = static_cast<uint8_t>(e.nChannels);
     handle = publish(comm, TaskKind::P2p, key, bytes, busBytes(op, bytes, comm.identity().nRanks),
-                     e.nChannels, group);
+                     e.nChannels, group, ordinal, /*measured=*/true);
     if (handle == nullptr) skip = Skip::NoSlot;
   }
   if (group != detail::GroupTable::kNone) {
@@ -307,12 +321,20 @@ void* EventPath::startP2p(CommMonitor& comm, const P2pEvent& e) {
       groups_.drop(group);
     }
   }
-  if (handle == nullptr) comm.count(skip, TaskKind::P2p);
+  if (handle == nullptr) {
+    comm.count(skip, TaskKind::P2p);
+    // Not measured, still followed to its completion (the NoSlot case has no slot to follow).
+    if (skip != Skip::NoSlot && timeable) {
+      handle = publish(comm, TaskKind::P2p, key, bytes, 0, e.nChannels, detail::GroupTable::kNone,
+                       ordinal, /*measured=*/false);
+    }
+  }
   return handle;
 }
 
 void* EventPath::publish(CommMonitor& comm, TaskKind kind, const KeyFields& key, uint64_t bytes,
-                         double busBytes, unsigned channels, uint32_t group) {
+                         double busBytes, unsigned channels, uint32_t group, uint64_t ordinal,
+                         bool measured) {
   uint32_t index = 0;
   Slot* slot = acquire(&index);
   if (slot == nullptr) return nullptr;
@@ -322,9 +344,11 @@ void* EventPath::publish(CommMonitor& comm, TaskKind kind, const KeyFields& key,
   slot->group = group;
   slot->messageBytes = bytes;
   slot->busBytes = busBytes;
-  slot->expectedNs = comm.expectedNs(key.decision, key.op, bytes);
-  slot->keyIndex = comm.keyIndex(key.pack());
-  slot->sampleSlot = kind == TaskKind::Collective
+  slot->measured = measured;
+  slot->ordinal = ordinal;
+  slot->expectedNs = measured ? comm.expectedNs(key.decision, key.op, bytes) : 0;
+  slot->keyIndex = measured ? comm.keyIndex(key.pack()) : 0;
+  slot->sampleSlot = measured && kind == TaskKind::Collective
                          ? comm.samples().slotOf({key.op, bytes, key.algorithm, key.protocol,
                                                   static_cast<uint8_t>(channels)})
                          : CallSamples::kNoKey;
@@ -366,6 +390,8 @@ void* EventPath::startKernelChannel(void* parent, unsigned channel, uint64_t gpu
       const uint64_t started = tag | kStarted | uint64_t{channel} << kChannelShift;
       if (slot.lanes[lane].compare_exchange_strong(armed, started, kAcqRel, kAcquire)) {
         slot.laneStart[lane].store(gpuStart, kRelaxed);
+        // The lane's reference keeps the slot's task, and its communicator, until it stops.
+        slot.comm.load(kRelaxed)->inFlight().channelStarted(slot.ordinal, channel);
         return encode(h.generation, h.index, lane + 1);
       }
       if ((armed & kTagMask) != tag) break;  // the slot was reused since the look
@@ -379,6 +405,20 @@ void* EventPath::startKernelChannel(void* parent, unsigned channel, uint64_t gpu
     release(slot, h.index);
   }
   return nullptr;
+}
+
+void* EventPath::startProxyOp(void* parent, unsigned channel, int peer, bool send, int nSteps,
+                              bool countSteps) {
+  if (parent == nullptr) return nullptr;
+  const Handle h = decode(parent);
+  if (h.slot == nullptr || h.lanePlusOne != 0 || !pin(*h.slot, h.generation)) return nullptr;
+  void* handle = nullptr;
+  // Pinned: the task, and its communicator, stay until the pin is let go of.
+  if (const CommMonitor* comm = h.slot->comm.load(kAcquire)) {
+    handle = proxies_.open(*comm, h.slot->ordinal, channel, peer, send, nSteps, countSteps);
+  }
+  release(*h.slot, h.index);
+  return handle;
 }
 
 void EventPath::recordKernelChannelStop(void* handle, uint64_t gpuStop) {
@@ -405,12 +445,14 @@ void EventPath::recordKernelChannelStop(void* handle, uint64_t gpuStop) {
 void EventPath::complete(Slot& slot) {
   CommMonitor* comm = slot.comm.load(kRelaxed);
   if (comm == nullptr) return;
+  const bool abandoned = (slot.task.load(kRelaxed) & kTaskAbandoned) != 0;
+  if (!abandoned) comm->inFlight().complete(slot.ordinal, monotonicNs());
+  if (!slot.measured) return;
   const unsigned n = slot.nChannels.load(kRelaxed);
   uint64_t longest = 0, first = UINT64_MAX, last = 0;
   for (unsigned lane = 0; lane < n; ++lane) {
     const uint64_t w = slot.lanes[lane].load(kRelaxed);
     if ((w & kTimed) == 0) {
-      const bool abandoned = (slot.task.load(kRelaxed) & kTaskAbandoned) != 0;
       comm->count(abandoned ? Skip::Abandoned : Skip::Untimed, slot.kind);
       if (slot.group != detail::GroupTable::kNone) groups_.spoil(slot.group);
       return;
@@ -437,6 +479,10 @@ void EventPath::stop(void* handle) {
     groups_.close(handle);
     return;
   }
+  if (detail::ProxyTable::isProxyHandle(handle)) {
+    proxies_.stop(handle);
+    return;
+  }
   const Handle h = decode(handle);
   if (h.slot == nullptr) return;
   Slot& slot = *h.slot;
@@ -459,10 +505,12 @@ void EventPath::stop(void* handle) {
     }
     if ((w & kPhaseMask) != kStarted) return;  // stopped twice: the reference went with the first
   } while (!word.compare_exchange_weak(w, (w & ~kPhaseMask) | kStopped, kAcqRel, kAcquire));
+  slot.comm.load(kRelaxed)->inFlight().channelStopped(slot.ordinal, channelOf(w));
   release(slot, h.index);
 }
 
 uint32_t EventPath::abandon(const CommMonitor& comm) {
+  proxies_.abandon(comm);
   Slot* slots = slots_.load(kAcquire);
   const uint32_t capacity = capacity_.load(kAcquire);
   if (slots == nullptr || capacity == 0) return 0;

@@ -376,10 +376,97 @@ std::string escapeLabelValue(const std::string& value) {
   return out;
 }
 
+/// What each live communicator launched and waits for (report.h LiveState): the series a
+/// fleet's Prometheus joins across ranks to see a stall and the ranks behind the others.
+void renderLive(std::string* out, const ProcessReport& p) {
+  auto labels = [&](const CommReport& c, const char* name = nullptr, const char* value = "") {
+    const CommIdentity& id = c.identity;
+    Labels l = {{"node", p.node},
+                {"gpu", orUnknown(id.gpu)},
+                {"comm", commIdText(id.commId)},
+                {"comm_name", orUnknown(id.name)},
+                {"rank", std::to_string(id.rank)},
+                {"nranks", std::to_string(id.nRanks)}};
+    if (name != nullptr) l.emplace_back(name, value);
+    return labelText(l);
+  };
+  {
+    Family f(out, "nccl_pilot_comm_operations_launched_total", "counter",
+             "Operations this rank launched on the communicator, by kind (Send and Recv over "
+             "every peer)");
+    for (const CommReport& c : p.comms) {
+      if (!c.hasLive) continue;
+      // Every kind, zeros too: a rank that never launched one must still have a series for
+      // Prometheus to compare with the ranks that did.
+      for (int k = 0; k < kNumOperations; ++k) {
+        f.sample("nccl_pilot_comm_operations_launched_total",
+                 labels(c, "operation", operationName(static_cast<Operation>(k))),
+                 number(c.live.view.kinds[k].launched));
+      }
+    }
+  }
+  struct Gauge {
+    const char *name, *help;
+    double (*value)(const LiveState&);
+  };
+  const Gauge gauges[] = {
+      {"nccl_pilot_comm_operations_in_flight", "Operations launched and not completed",
+       [](const LiveState& l) { return static_cast<double>(l.view.inFlight); }},
+      {"nccl_pilot_comm_oldest_in_flight_seconds",
+       "Age of the oldest operation in flight, 0 when none",
+       [](const LiveState& l) {
+         return l.view.hasOldest && l.nowNs > l.view.oldest.launchNs
+                    ? static_cast<double>(l.nowNs - l.view.oldest.launchNs) / 1e9
+                    : 0.0;
+       }},
+      {"nccl_pilot_comm_waiting_seconds",
+       "Seconds without a completion while an operation is in flight (since the last "
+       "completion or the oldest's launch, the later), 0 when none",
+       [](const LiveState& l) { return l.waitingS; }},
+      {"nccl_pilot_comm_stalled", "1 when waiting_seconds reached NCCL_PILOT_STALL_S",
+       [](const LiveState& l) { return l.stalled ? 1.0 : 0.0; }},
+  };
+  for (const Gauge& g : gauges) {
+    Family f(out, g.name, "gauge", g.help);
+    for (const CommReport& c : p.comms) {
+      if (c.hasLive) f.sample(g.name, labels(c), number(g.value(c.live)));
+    }
+  }
+  {
+    Family f(out, "nccl_pilot_comm_stall_threshold_seconds", "gauge",
+             "NCCL_PILOT_STALL_S of this process");
+    for (const CommReport& c : p.comms) {
+      if (c.hasLive) {
+        f.sample("nccl_pilot_comm_stall_threshold_seconds", labels(c), number(p.stallSeconds));
+      }
+    }
+  }
+  {
+    // The late arriver's evidence: the rank whose kernels are the shortest arrived last.
+    Family f(out, "nccl_pilot_comm_window_kernel_seconds", "gauge",
+             "Mean kernel time per call of the last export window, per collective and size");
+    for (const CommReport& c : p.comms) {
+      if (!c.hasLive) continue;
+      for (const WindowKey& w : c.live.window) {
+        Labels l = {{"node", p.node},
+                    {"gpu", orUnknown(c.identity.gpu)},
+                    {"comm", commIdText(c.identity.commId)},
+                    {"comm_name", orUnknown(c.identity.name)},
+                    {"rank", std::to_string(c.identity.rank)},
+                    {"nranks", std::to_string(c.identity.nRanks)},
+                    {"collective", operationName(w.op)},
+                    {"message_size", sizeBucketLabel(sizeBucket(w.bytes))}};
+        f.sample("nccl_pilot_comm_window_kernel_seconds", labelText(l), number(w.meanUs / 1e6));
+      }
+    }
+  }
+}
+
 std::string renderTextfile(const ProcessReport& report) {
   std::string out;
   renderInspector(&out, report);
   renderKeys(&out, report);
+  renderLive(&out, report);
   renderProcess(&out, report);
   return out;
 }

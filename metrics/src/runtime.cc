@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <time.h>
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include "pilot/core/text.h"
 #include "pilot/metrics/event_path.h"
 #include "pilot/metrics/prometheus.h"
+#include "pilot/metrics/state_file.h"
 #include "pilot/metrics/summary.h"
 #include "pilot/version.h"
 
@@ -60,6 +62,12 @@ int localRankOf(const EnvLookup& env) {
 
 std::string fileStem(const std::string& dir, const std::string& node) {
   return dir + "/nccl_pilot_" + node + "_" + std::to_string(::getpid());
+}
+
+uint64_t realtimeMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
 std::string percent(double ratio) {
@@ -118,6 +126,11 @@ const MetricsSettings& MetricsRuntime::loadSettings(Logger& log) {
             static_cast<unsigned long long>(s.minBytes), percent(1.0 - s.driftThreshold).c_str(),
             static_cast<unsigned long long>(s.driftMinCalls));
   return s;
+}
+
+MetricsSettings::Proxy MetricsRuntime::proxyEvents() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return settings_ ? settings_->proxy : MetricsSettings::Proxy::Off;
 }
 
 bool MetricsRuntime::enabled(Logger& log) {
@@ -257,10 +270,12 @@ void MetricsRuntime::exporterLoop(Exporter& exporter) {
   using Clock = std::chrono::steady_clock;
   const auto interval = std::chrono::seconds(settings_->intervalSeconds);
   const auto closeDelay = std::chrono::milliseconds(kCloseExportDelayMs);
+  const auto stateRefresh = std::chrono::milliseconds(kStateRefreshMs);
   auto next = Clock::now() + interval;
   auto last = Clock::now();
+  auto nextState = Clock::now() + stateRefresh;
   for (;;) {
-    auto due = next;
+    auto due = std::min(next, nextState);
     if (exporter.closed.load(std::memory_order_acquire)) due = std::min(due, last + closeDelay);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - Clock::now());
     pollfd fds[2] = {{exporter.wake[0], POLLIN, 0}, {-1, POLLIN, 0}};
@@ -286,10 +301,16 @@ void MetricsRuntime::exporterLoop(Exporter& exporter) {
       exporter.closed.store(false, std::memory_order_release);
       exportNow();
       last = now;
+      nextState = now + stateRefresh;
       if (now >= next) {
         next += interval;
         if (next < now) next = now + interval;
       }
+    } else if (now >= nextState) {
+      // While something is in flight the state file is at most a second old, so a reader can
+      // tell a rank that waits from one that stopped (state_file.h).
+      refreshState(/*always=*/false);
+      nextState = now + stateRefresh;
     }
   }
 }
@@ -384,6 +405,103 @@ void MetricsRuntime::warnDrift(Comm& comm, const CommReport& report) {
   }
 }
 
+LiveState MetricsRuntime::liveStateOf(Comm& comm, const CommMonitor& m, uint64_t nowNs) {
+  LiveState l;
+  l.view = m.inFlight().view();
+  l.nowNs = nowNs;
+  l.waitingS = waitingSeconds(l.view, nowNs);
+  l.stalled = l.waitingS >= static_cast<double>(settings_->stallSeconds);
+  l.window = comm.window;
+  l.windowS = comm.windowS;
+  l.proxyEvents = settings_->proxy != MetricsSettings::Proxy::Off;
+  if (l.proxyEvents && l.view.hasOldest) {
+    l.proxy = EventPath::process().openProxyOps(m, l.view.oldest.ordinal);
+  }
+  const CommIdentity& id = m.identity();
+  if (l.stalled && l.view.hasOldest && comm.stallWarnedLaunchNs != l.view.oldest.launchNs) {
+    const OperationView& op = l.view.oldest;
+    comm.stallWarnedLaunchNs = op.launchNs;
+    comm.stallWarnedWhat = describeOperation(op);
+    const int started = __builtin_popcountll(op.started);
+    const int stopped = __builtin_popcountll(op.stopped);
+    const std::string waitsOn =
+        started == 0 ? "no kernel channel of it has started (the GPU is busy before it, or "
+                       "NCCL has not launched its kernel)"
+                     : std::to_string(op.channels - static_cast<unsigned>(stopped)) + " of " +
+                           std::to_string(op.channels) +
+                           " kernel channels still running (peers that never joined, or the "
+                           "network)";
+    std::string network;
+    for (size_t i = 0; i < l.proxy.size() && i < 4; ++i) {
+      const ProxyOpView& p = l.proxy[i];
+      network += (i == 0 ? "; open on the network: " : ", ") +
+                 std::string(p.send ? "send to rank " : "receive from rank ") +
+                 std::to_string(p.peer) + " on channel " + std::to_string(p.channel);
+      if (p.steps >= 0) {
+        network += " (step " + std::to_string(p.steps) + " of " + std::to_string(p.nSteps) + ")";
+      }
+    }
+    if (l.proxy.size() > 4) network += " and " + std::to_string(l.proxy.size() - 4) + " more";
+    const std::string where = settings_->dir.empty() ? "the metrics directory" : settings_->dir;
+    PILOT_LOG(*comm.logger, Warn, kFlags,
+              "stall: comm %s (%s) rank %d of %d: %s launched %.0f s ago, nothing completed on "
+              "this communicator for %.0f s; %s%s. Which rank: nccl-pilot hang %s",
+              commIdText(id.commId).c_str(), id.name.empty() ? "unnamed" : id.name.c_str(), id.rank,
+              id.nRanks, comm.stallWarnedWhat.c_str(),
+              static_cast<double>(nowNs - std::min(nowNs, op.launchNs)) / 1e9, l.waitingS,
+              waitsOn.c_str(), network.c_str(), where.c_str());
+  } else if (!l.stalled && comm.stallWarnedLaunchNs != 0 &&
+             (!l.view.hasOldest || l.view.oldest.launchNs != comm.stallWarnedLaunchNs)) {
+    PILOT_LOG(*comm.logger, Info, kFlags, "stall over: comm %s rank %d: %s completed",
+              commIdText(id.commId).c_str(), id.rank, comm.stallWarnedWhat.c_str());
+    comm.stallWarnedLaunchNs = 0;
+  }
+  return l;
+}
+
+void MetricsRuntime::writeState(std::vector<StateComm> comms, bool busy, const std::string& node) {
+  const MetricsSettings& s = *settings_;
+  if (s.dir.empty()) return;
+  StateReport r;
+  r.node = node;
+  r.job = s.slurmJobId;
+  r.version = kVersion;
+  r.pid = static_cast<long>(::getpid());
+  r.writtenMs = realtimeMs();
+  r.nextDueMs = r.writtenMs + (busy ? static_cast<uint64_t>(kStateRefreshMs)
+                                    : uint64_t{s.intervalSeconds} * 1000);
+  r.stallSeconds = s.stallSeconds;
+  r.final = comms.empty();
+  r.comms = std::move(comms);
+  // A failure here is the textfile's too: its one warning says so.
+  (void)writeFileAtomically(fileStem(s.dir, node) + ".state.json", renderState(r));
+}
+
+bool MetricsRuntime::refreshState(bool always) {
+  std::lock_guard<std::mutex> exportLock(exportMutex_);
+  std::vector<std::pair<std::shared_ptr<Comm>, CommMonitor*>> live;
+  std::string node;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!settings_ || !settings_->enabled) return false;
+    for (const std::shared_ptr<Comm>& c : comms_) {
+      c->monitor->retain();
+      live.emplace_back(c, c->monitor);
+    }
+    node = node_;
+  }
+  const uint64_t nowNs = monotonicNs();
+  std::vector<StateComm> states;
+  bool busy = false;
+  for (auto& [comm, monitor] : live) {
+    states.push_back({monitor->identity(), liveStateOf(*comm, *monitor, nowNs)});
+    monitor->release();
+    busy = busy || states.back().live.view.inFlight > 0;
+  }
+  if ((busy || always) && !states.empty()) writeState(std::move(states), busy, node);
+  return busy;
+}
+
 void MetricsRuntime::exportNow() {
   std::lock_guard<std::mutex> exportLock(exportMutex_);
   struct Live {
@@ -415,6 +533,7 @@ void MetricsRuntime::exportNow() {
   p.slots = events.capacity();
   p.slotsInUse = events.slotsInUse();
   p.groupsInUse = events.groupsInUse();
+  p.stallSeconds = s.stallSeconds;
   for (int o = 0; o < static_cast<int>(Orphan::Count); ++o) {
     p.orphans[o] = events.orphans(static_cast<Orphan>(o));
   }
@@ -428,10 +547,21 @@ void MetricsRuntime::exportNow() {
     if (p.comms.size() < kMaxClosedInTextfile) p.comms.push_back(std::move(r));
   }
   const auto closedReports = static_cast<std::ptrdiff_t>(p.comms.size());
+  const uint64_t nowNs = monotonicNs();
+  std::vector<StateComm> states;
+  bool busy = false;
   for (const Live& l : live) {
     CommReport r = snapshotOf(*l.monitor, /*finalized=*/false);
-    l.monitor->release();
     addIntervals(*l.comm, r);
+    Comm& c = *l.comm;
+    c.window = windowKeys(r.keys);
+    c.windowS = c.lastExportNs != 0 ? static_cast<double>(nowNs - c.lastExportNs) / 1e9 : 0.0;
+    c.lastExportNs = nowNs;
+    r.hasLive = true;
+    r.live = liveStateOf(c, *l.monitor, nowNs);
+    l.monitor->release();
+    busy = busy || r.live.view.inFlight > 0;
+    states.push_back({r.identity, r.live});
     warnDrift(*l.comm, r);
     p.comms.push_back(std::move(r));
   }
@@ -449,6 +579,7 @@ void MetricsRuntime::exportNow() {
     Comm* any = !live.empty()      ? live.front().comm.get()
                 : !closing.empty() ? closing.front().get()
                                    : nullptr;
+    writeState(std::move(states), busy, node);
     if (!wrote.ok() && !writeWarned_ && any != nullptr) {
       writeWarned_ = true;
       PILOT_LOG(*any->logger, Warn, kFlags, "%s; later failures are not logged",
@@ -481,6 +612,12 @@ std::string MetricsRuntime::summaryPath() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!settings_ || settings_->dir.empty()) return "";
   return fileStem(settings_->dir, node_) + ".jsonl";
+}
+
+std::string MetricsRuntime::statePath() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!settings_ || settings_->dir.empty()) return "";
+  return fileStem(settings_->dir, node_) + ".state.json";
 }
 
 int MetricsRuntime::httpPort() {

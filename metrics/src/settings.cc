@@ -57,6 +57,20 @@ MetricsSettings metricsSettingsFromEnv(const EnvLookup& env, std::vector<std::st
   keep(readUnsigned(env, setting::kDriftCalls, 1, MetricsSettings::kMaxDriftCalls, s.driftMinCalls),
        &s.driftMinCalls, warnings);
   if (auto job = readText(env, setting::kSlurmJobId)) s.slurmJobId = *job;
+  keep(readUnsigned(env, setting::kStall, 1, MetricsSettings::kMaxStallSeconds, s.stallSeconds),
+       &s.stallSeconds, warnings);
+  if (auto proxy = readText(env, setting::kProxy)) {
+    if (*proxy == "off" || *proxy == "0") {
+      s.proxy = MetricsSettings::Proxy::Off;
+    } else if (*proxy == "ops" || *proxy == "1") {
+      s.proxy = MetricsSettings::Proxy::Ops;
+    } else if (*proxy == "steps") {
+      s.proxy = MetricsSettings::Proxy::Steps;
+    } else if (warnings != nullptr) {
+      warnings->push_back(std::string(setting::kProxy) + "=" + *proxy +
+                          " is not off, ops or steps; the default holds");
+    }
+  }
 
   s.enabled = !explicitOff && (requested || !s.dir.empty());
   if (s.enabled && s.dir.empty() && s.port == 0) s.dir = kDefaultDir;

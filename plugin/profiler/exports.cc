@@ -3,6 +3,8 @@
 // from the net plugin's library, so this library profiles under all three of its names.
 // v1 .. v3 (NCCL 2.23 .. 2.26) are not exported: they carry no GPU timestamps, so the library
 // would have nothing but enqueue times to report; those NCCLs load no profiler from us.
+#include <unistd.h>
+
 #include <memory>
 
 #include "abi/profiler_v4.h"
@@ -59,6 +61,17 @@ ncclResult_t initCommon(int abi, void** context, uint64_t commId, int* mask, con
     MetricsRuntime& runtime = MetricsRuntime::process();
     if (!runtime.enabled(log) || context == nullptr || mask == nullptr) return ncclSuccess;
     *mask = kMeasuringMask;
+    // NCCL's network progress, asked for alike by every communicator (NCCL keeps one mask).
+    switch (runtime.proxyEvents()) {
+      case metrics::MetricsSettings::Proxy::Steps:
+        *mask |= static_cast<int>(ncclProfileProxyStep);
+        [[fallthrough]];
+      case metrics::MetricsSettings::Proxy::Ops:
+        *mask |= static_cast<int>(ncclProfileProxyOp);
+        break;
+      case metrics::MetricsSettings::Proxy::Off:
+        break;
+    }
     metrics::CommIdentity id;
     id.commId = commId;
     id.name = commName != nullptr ? commName : "";
@@ -154,6 +167,17 @@ ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
     } else if (type == ncclProfileKernelCh) {
       *eHandle = EventPath::process().startKernelChannel(d->parentObj, d->kernelCh.channelId,
                                                          d->kernelCh.pTimer);
+    } else if (type == ncclProfileProxyOp) {
+      // A proxy of another process (PXN) runs this op for a rank of ours: its parent is a
+      // handle of that process, not ours.
+      if (d->proxyOp.pid == ::getpid()) {
+        *eHandle = EventPath::process().startProxyOp(
+            d->parentObj, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.isSend != 0,
+            d->proxyOp.nSteps,
+            MetricsRuntime::process().proxyEvents() == metrics::MetricsSettings::Proxy::Steps);
+      }
+    } else if (type == ncclProfileProxyStep) {
+      *eHandle = EventPath::process().startProxyStep(d->parentObj);
     }
     // Everything else (a CollApi, and what we never ask for) gets no handle, so NCCL sends
     // nothing more about it.

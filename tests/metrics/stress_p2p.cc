@@ -322,7 +322,7 @@ Launch PointToPoint::start(EventPath& path, CommMonitor& comm, Rng& rng, CommLed
       Started& s = launch.tasks[i];
       s.inGroup = true;
       members.push_back(&ops[i]);
-      measured = measured && s.handle != nullptr && s.timed;
+      measured = measured && !s.skip && s.handle != nullptr && s.timed;
       if (ops[i].op == Operation::Send && ops[i].peer != rank) sent += ops[i].bytes;
       channels = std::max(channels, ops[i].channels);
       for (const ChannelPlan& c : s.channels) {

@@ -16,6 +16,7 @@
 #include "pilot/metrics/aggregate.h"
 #include "pilot/metrics/call_samples.h"
 #include "pilot/metrics/expectation.h"
+#include "pilot/metrics/in_flight.h"
 #include "pilot/metrics/operation.h"
 #include "pilot/metrics/settings.h"
 #include "pilot/tuner/tuner_runtime.h"
@@ -101,6 +102,10 @@ class CommMonitor {
   /// Per-call times by exact size and configuration, for fitting (call_samples.h).
   CallSamples& samples() { return samples_; }
   const CallSamples& samples() const { return samples_; }
+  /// What it launched and still waits for (in_flight.h): every operation NCCL names, measured
+  /// or not (sampled out, below the minimum size).
+  InFlightLog& inFlight() { return inFlight_; }
+  const InFlightLog& inFlight() const { return inFlight_; }
   void count(Skip s, TaskKind k = TaskKind::Collective) {
     counters(k).skips[static_cast<int>(s)].fetch_add(1, std::memory_order_relaxed);
   }
@@ -180,6 +185,7 @@ class CommMonitor {
   std::atomic<unsigned> nextIndex_{0};
   KeyAggregate aggregates_[kMaxKeys + 1];
   CallSamples samples_;
+  InFlightLog inFlight_;
   Counters counters_[2];
   std::atomic<uint64_t> groups_[static_cast<int>(GroupOutcome::Count)] = {};
   // A bit per rank of the communicator: sent to, received from.

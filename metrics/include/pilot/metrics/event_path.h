@@ -25,6 +25,7 @@
 
 #include "pilot/metrics/comm_monitor.h"
 #include "pilot/metrics/group_table.h"
+#include "pilot/metrics/proxy_table.h"
 
 namespace pilot::metrics {
 
@@ -84,6 +85,15 @@ class EventPath {
   void* startCollective(CommMonitor& comm, const CollEvent& event);
   void* startP2p(CommMonitor& comm, const P2pEvent& event);
   void* startKernelChannel(void* parent, unsigned channel, uint64_t gpuStart);
+  /// NCCL's ProxyOp under a task of ours (NCCL_PILOT_METRICS_PROXY; proxy_table.h): null for a
+  /// parent not ours or no longer in flight; `countSteps`: its ProxySteps will be counted.
+  void* startProxyOp(void* parent, unsigned channel, int peer, bool send, int nSteps,
+                     bool countSteps);
+  void* startProxyStep(void* proxyOp) { return proxies_.step(proxyOp); }
+  /// The ProxyOps of `comm`'s operation `ordinal` still open.
+  std::vector<ProxyOpView> openProxyOps(const CommMonitor& comm, uint64_t ordinal) const {
+    return proxies_.openOf(comm, ordinal);
+  }
   void recordKernelChannelStop(void* handle, uint64_t gpuStop);
   /// stopEvent for any handle of ours; anything else is ignored.
   void stop(void* handle);
@@ -119,10 +129,12 @@ class EventPath {
   /// A reference on `slot` if `generation` is still in flight (else counted Stale, when asked).
   bool pin(Slot& slot, uint32_t generation, bool countStale = true);
   void countStale();
-  /// A slot for a task of `comm` that passed its checks, its fields, lanes and references set;
-  /// returns the task's handle, null when no slot is free.
+  /// A slot for a task of `comm`, its fields, lanes and references set; returns the task's
+  /// handle, null when no slot is free. `ordinal`: the task in comm's InFlightLog, completed
+  /// with it; an unmeasured task (sampled out, too small) is followed to its completion only.
   void* publish(CommMonitor& comm, TaskKind kind, const KeyFields& key, uint64_t bytes,
-                double busBytes, unsigned channels, uint32_t group);
+                double busBytes, unsigned channels, uint32_t group, uint64_t ordinal,
+                bool measured);
   Slot* acquire(uint32_t* index);
   /// The construction flags after `capacity` slots.
   static std::atomic<uint8_t>* builtFlags(Slot* slots, uint32_t capacity);
@@ -140,6 +152,7 @@ class EventPath {
   std::atomic<uint32_t> inUse_{0};
   std::atomic<uint64_t> orphans_[static_cast<int>(Orphan::Count)] = {};
   detail::GroupTable groups_;
+  detail::ProxyTable proxies_;
 };
 
 }  // namespace pilot::metrics

@@ -10,6 +10,7 @@
 
 #include "pilot/metrics/comm_monitor.h"
 #include "pilot/metrics/event_path.h"
+#include "pilot/metrics/in_flight.h"
 
 namespace pilot::metrics {
 
@@ -21,6 +22,30 @@ struct KeyReport {
   KeyTotals total;       ///< since the communicator was created
   KeyTotals interval;    ///< since the previous export
   unsigned index = 0;    ///< the aggregate's index in its communicator (CommMonitor::KeyView)
+};
+
+/// One (collective, size bucket) of the last export window, for the late arriver: the rank
+/// whose kernels are shortest arrived last (the others waited inside theirs).
+struct WindowKey {
+  Operation op = Operation::AllReduce;
+  uint64_t bytes = 0;  ///< the size bucket's lower bound
+  uint64_t calls = 0;
+  double meanUs = 0;
+};
+
+/// A live communicator's state now: what it launched, what it waits for, for how long
+/// (state_file.h, and the nccl_pilot_comm_* series).
+struct LiveState {
+  InFlightView view;
+  uint64_t nowNs = 0;   ///< monotonic, when `view` was taken
+  double waitingS = 0;  ///< since the last completion or the oldest's launch (the later)
+  bool stalled = false;
+  double windowS = 0;  ///< the last export window's length, 0 before the first
+  std::vector<WindowKey> window;
+  /// The oldest operation's ProxyOps still open (NCCL_PILOT_METRICS_PROXY); `proxyEvents`:
+  /// they were asked for (else the list says nothing).
+  bool proxyEvents = false;
+  std::vector<ProxyOpView> proxy;
 };
 
 /// Events of one kind (collectives, or Send/Recv operations): seen, measured, skipped by reason.
@@ -45,6 +70,8 @@ struct CommReport {
   std::vector<std::string> sampleDecisions;  ///< per sample: "rule 2 (line 7)" or "NCCL"
   uint64_t samplesOverflow = 0;              ///< calls past CallSamples::kMaxKeys keys
   std::string tableSha256;                   ///< the table the decisions came from, "" = none
+  bool hasLive = false;                      ///< a live one: `live` is set
+  LiveState live;
 };
 
 /// The process's communicators over its life (the textfile holds the live ones).
@@ -65,6 +92,7 @@ struct ProcessReport {
   uint32_t slotsInUse = 0, slots = 0;
   uint32_t groupsInUse = 0;
   CommCounts communicators;
+  uint64_t stallSeconds = 0;  ///< NCCL_PILOT_STALL_S
   std::vector<CommReport> comms;
 };
 

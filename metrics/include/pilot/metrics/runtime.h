@@ -26,6 +26,7 @@
 #include "pilot/metrics/finished_comms.h"
 #include "pilot/metrics/report.h"
 #include "pilot/metrics/settings.h"
+#include "pilot/metrics/state_file.h"
 #include "pilot/tuner/tuner_runtime.h"
 
 namespace pilot::metrics {
@@ -44,6 +45,8 @@ class MetricsRuntime {
 
   /// Whether communicators are measured (settings are read, and logged, on the first call).
   bool enabled(Logger& log);
+  /// Which of NCCL's network progress events to ask for (read with the settings).
+  MetricsSettings::Proxy proxyEvents();
 
   /// A communicator's monitor, or nullptr when metrics are off or it cannot be measured (then
   /// its events are ignored). The identity's gpu is filled in here when empty.
@@ -69,6 +72,9 @@ class MetricsRuntime {
   static constexpr int kCloseExportDelayMs = 50;
   /// Finalized communicators one textfile shows with their last figures (the summary has all).
   static constexpr size_t kMaxClosedInTextfile = 16;
+  /// How often the state file is rewritten while an operation is in flight.
+  static constexpr int kStateRefreshMs = 1000;
+  std::string statePath();
 
   /// Finalized communicators as the summary keeps them (tests).
   std::vector<CommReport> finishedRecords();
@@ -81,6 +87,11 @@ class MetricsRuntime {
     std::vector<KeyTotals> previous;    // exportMutex_: per aggregate index, at the last export
     std::set<uint16_t> driftWarned;     // exportMutex_
     std::unique_ptr<CommReport> final;  // its last figures, read at the finalize
+    std::vector<WindowKey> window;      // exportMutex_: the last export window's collectives
+    double windowS = 0;                 // exportMutex_: that window's length
+    uint64_t lastExportNs = 0;          // exportMutex_
+    uint64_t stallWarnedLaunchNs = 0;   // exportMutex_: the stalled operation warned about
+    std::string stallWarnedWhat;        // exportMutex_: how it was named
     ~Comm();
   };
 
@@ -94,6 +105,15 @@ class MetricsRuntime {
   static CommReport snapshotOf(const CommMonitor& m, bool finalized);
   /// The interval figures since the last export (exportMutex_ held).
   void addIntervals(Comm& comm, CommReport& report);
+  /// A live communicator's in-flight state now (exportMutex_ held); one WARN line when an
+  /// operation stalls, one INFO line when a warned one completes.
+  LiveState liveStateOf(Comm& comm, const CommMonitor& monitor, uint64_t nowNs);
+  /// The state file (state_file.h); `busy`: something is in flight, so the next write comes
+  /// within a second (exportMutex_ held).
+  void writeState(std::vector<StateComm> comms, bool busy, const std::string& node);
+  /// The exporter's look every second: rewrites the state file when something is in flight
+  /// (or `always`). Returns whether something is.
+  bool refreshState(bool always);
   void warnDrift(Comm& comm, const CommReport& report);
 
   EnvLookup env_;

@@ -1,0 +1,164 @@
+#include "pilot/metrics/in_flight.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+namespace pilot::metrics {
+namespace {
+
+constexpr auto kRelaxed = std::memory_order_relaxed;
+constexpr auto kAcquire = std::memory_order_acquire;
+constexpr auto kRelease = std::memory_order_release;
+
+// An entry's `what`: the operation (8 bits) | its channels (8) | peer + 1 (32; 0 = none) | done
+// at launch (bit 63: no kernel will report on it).
+constexpr uint64_t kDoneAtLaunch = uint64_t{1} << 63;
+
+uint64_t packWhat(Operation op, unsigned channels, int peer, bool doneAtLaunch) {
+  const uint64_t p = peer >= 0 ? static_cast<uint64_t>(peer) + 1 : 0;
+  return static_cast<uint64_t>(op) | uint64_t{std::min(channels, 255u)} << 8 |
+         (p & 0xffffffff) << 16 | (doneAtLaunch ? kDoneAtLaunch : 0);
+}
+
+void fetchMax(std::atomic<uint64_t>& word, uint64_t value) {
+  uint64_t seen = word.load(kRelaxed);
+  while (seen < value && !word.compare_exchange_weak(seen, value, kRelease, kRelaxed)) {
+  }
+}
+
+}  // namespace
+
+uint64_t monotonicNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+InFlightLog::InFlightLog(int nRanks) {
+  if (nRanks > 1 && nRanks <= kMaxPeerRanks) {
+    peerRanks_ = nRanks;
+    peers_ = std::make_unique<std::atomic<uint64_t>[]>(2 * static_cast<size_t>(nRanks));
+  }
+}
+
+uint64_t InFlightLog::launch(Operation op, uint64_t bytes, int peer, unsigned channels,
+                             uint64_t nowNs) {
+  uint64_t seq = kinds_[static_cast<int>(op)].fetch_add(1, kRelaxed);
+  if (isPointToPoint(op)) {
+    // Numbered per peer, so a Send matches its peer's Recv whatever else either rank sends.
+    seq = 0;
+    if (peer >= 0 && peer < peerRanks_) {
+      const size_t word = 2 * static_cast<size_t>(peer) + (op == Operation::Recv ? 1 : 0);
+      seq = peers_[word].fetch_add(1, kRelaxed);
+    }
+  } else {
+    peer = -1;
+  }
+  const uint64_t ordinal = launched_.fetch_add(1, kRelaxed) + 1;
+  Entry& e = ring_[ordinal % kRing];
+  e.ordinal.store(0, kRelaxed);
+  std::atomic_thread_fence(kRelease);  // a reader that sees the new fields sees the 0 first
+  e.what.store(packWhat(op, channels, peer, channels == 0), kRelaxed);
+  e.seq.store(seq, kRelaxed);
+  e.bytes.store(bytes, kRelaxed);
+  e.launchNs.store(nowNs, kRelaxed);
+  e.started.store(0, kRelaxed);
+  e.stopped.store(0, kRelaxed);
+  e.ordinal.store(ordinal, kRelease);
+  return ordinal;
+}
+
+void InFlightLog::channelStarted(uint64_t ordinal, unsigned channel) {
+  Entry& e = ring_[ordinal % kRing];
+  if (channel < 64 && e.ordinal.load(kAcquire) == ordinal) {
+    e.started.fetch_or(uint64_t{1} << channel, kRelaxed);
+  }
+}
+
+void InFlightLog::channelStopped(uint64_t ordinal, unsigned channel) {
+  Entry& e = ring_[ordinal % kRing];
+  if (channel < 64 && e.ordinal.load(kAcquire) == ordinal) {
+    e.stopped.fetch_or(uint64_t{1} << channel, kRelaxed);
+  }
+}
+
+void InFlightLog::complete(uint64_t ordinal, uint64_t nowNs) {
+  fetchMax(completed_, ordinal);
+  fetchMax(lastDoneNs_, nowNs);
+}
+
+bool InFlightLog::read(uint64_t ordinal, OperationView* out) const {
+  const Entry& e = ring_[ordinal % kRing];
+  if (e.ordinal.load(kAcquire) != ordinal) return false;
+  const uint64_t what = e.what.load(kRelaxed);
+  out->ordinal = ordinal;
+  out->op = static_cast<Operation>(what & 0xff);
+  out->channels = static_cast<unsigned>((what >> 8) & 0xff);
+  out->peer = static_cast<int>((what >> 16) & 0xffffffff) - 1;
+  out->seq = e.seq.load(kRelaxed);
+  out->bytes = e.bytes.load(kRelaxed);
+  out->launchNs = e.launchNs.load(kRelaxed);
+  out->started = e.started.load(kRelaxed);
+  out->stopped = e.stopped.load(kRelaxed);
+  std::atomic_thread_fence(kAcquire);
+  // Rewritten meanwhile (kRing launches later): the fields may mix two operations.
+  return e.ordinal.load(kRelaxed) == ordinal && static_cast<int>(out->op) < kNumOperations &&
+         (what & kDoneAtLaunch) == 0;
+}
+
+InFlightView InFlightLog::view() const {
+  InFlightView v;
+  const uint64_t launched = launched_.load(kAcquire);
+  const uint64_t completed = std::min(completed_.load(kAcquire), launched);
+  v.lastDoneNs = lastDoneNs_.load(kRelaxed);
+  for (int k = 0; k < kNumOperations; ++k) v.kinds[k].launched = kinds_[k].load(kRelaxed);
+  if (launched > 0) {
+    const Entry& e = ring_[launched % kRing];
+    v.hasLast = e.ordinal.load(kAcquire) == launched;
+    if (v.hasLast) {
+      read(launched, &v.last);  // a last op done at launch is still the last
+      const uint64_t what = e.what.load(kRelaxed);
+      v.last.op = static_cast<Operation>(what & 0xff);
+      v.hasLast = static_cast<int>(v.last.op) < kNumOperations;
+    }
+  }
+  // In flight: every ordinal after the newest completed one, except those done at launch.
+  uint64_t inFlightOf[kNumOperations] = {};
+  std::vector<std::pair<int, uint64_t>> peerInFlight;  // (2 * peer + recv, count)
+  const uint64_t first = completed + 1;
+  const uint64_t kept = launched >= kRing ? launched - kRing + 1 : 1;
+  v.overflow = first < kept;
+  if (v.overflow) v.inFlight = kept - first;
+  for (uint64_t o = std::max(first, kept); o <= launched; ++o) {
+    OperationView op;
+    if (!read(o, &op)) continue;
+    ++v.inFlight;
+    ++inFlightOf[static_cast<int>(op.op)];
+    if (isPointToPoint(op.op) && op.peer >= 0) {
+      peerInFlight.emplace_back(2 * op.peer + (op.op == Operation::Recv ? 1 : 0), 1);
+    }
+    if (!v.hasOldest) {
+      v.hasOldest = true;
+      v.oldest = op;
+    }
+  }
+  for (int k = 0; k < kNumOperations; ++k) {
+    v.kinds[k].done = v.kinds[k].launched - std::min(v.kinds[k].launched, inFlightOf[k]);
+  }
+  std::sort(peerInFlight.begin(), peerInFlight.end());
+  auto open = peerInFlight.begin();
+  for (int peer = 0; peer < peerRanks_; ++peer) {
+    for (int recv = 0; recv < 2; ++recv) {
+      const int word = 2 * peer + recv;
+      uint64_t inFlight = 0;
+      for (; open != peerInFlight.end() && open->first == word; ++open) inFlight += open->second;
+      const uint64_t n = peers_[static_cast<size_t>(word)].load(kRelaxed);
+      if (n == 0) continue;
+      (recv ? v.recvs : v.sends).emplace_back(peer, LaunchCount{n, n - std::min(n, inFlight)});
+    }
+  }
+  return v;
+}
+
+}  // namespace pilot::metrics

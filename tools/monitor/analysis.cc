@@ -15,11 +15,10 @@ GroupKey keyOf(const CollectiveRecord& r) {
   return {r.comm, r.collective, r.sizeBucketBytes, r.algo, r.proto, r.channels, r.decision};
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+std::vector<RankTime> timesOf(const Group& g) {
+  std::vector<RankTime> times;
+  for (const RankFigures& f : g.ranks) times.push_back({f.rank, f.calls, f.meanUs});
+  return times;
 }
 
 void pool(Group& g, const std::vector<const CollectiveRecord*>& records, double threshold) {
@@ -54,16 +53,9 @@ void pool(Group& g, const std::vector<const CollectiveRecord*>& records, double 
     g.driftRatio = expectedSum / expectedLive;
     g.drift = g.driftRatio < 1.0 - threshold;
   }
-  if (g.ranks.size() >= 2) {
-    std::vector<double> means;
-    for (const RankFigures& f : g.ranks) means.push_back(f.meanUs);
-    const double mid = median(means);
-    const auto shortest = std::min_element(
-        g.ranks.begin(), g.ranks.end(),
-        [](const RankFigures& a, const RankFigures& b) { return a.meanUs < b.meanUs; });
-    g.spread = mid > 0 ? (mid - shortest->meanUs) / mid : 0;
-    if (g.spread >= kNoiseSpread) g.shortestRank = shortest->rank;
-  }
+  const GroupShortest shortest = shortestOf(timesOf(g));
+  g.shortestRank = shortest.rank;
+  g.spread = shortest.spread;
 }
 
 }  // namespace
@@ -113,23 +105,12 @@ Analysis analyze(const Summaries& s, double driftThreshold) {
   std::map<std::string, std::vector<const Group*>> byComm;
   for (const Group& g : a.groups) byComm[g.comm].push_back(&g);
   for (const auto& [comm, groups] : byComm) {
+    std::vector<std::vector<RankTime>> times;
+    for (const Group* g : groups) times.push_back(timesOf(*g));
     LateArriver late;
+    static_cast<LateVote&>(late) = lateArriverOf(times);
     late.comm = comm;
     late.commName = groups.front()->commName;
-    std::map<int, std::vector<double>> wins;
-    for (const Group* g : groups) {
-      if (g->ranks.size() < 2) continue;
-      ++late.compared;
-      if (g->shortestRank >= 0) wins[g->shortestRank].push_back(g->spread);
-    }
-    for (const auto& [rank, spreads] : wins) {
-      if (spreads.size() > late.wins) {
-        late.wins = spreads.size();
-        late.rank = rank;
-        late.spread = median(spreads);
-      }
-    }
-    if (late.wins * 2 <= late.compared) late.rank = -1;  // no majority: nobody consistently
     a.late.push_back(late);
   }
   return a;

@@ -1,14 +1,14 @@
 // What `nccl-pilot monitor` concludes from the ranks' summaries: per communicator and
 // (collective, size bucket, algorithm/protocol, channels, decision) the pooled figures of all
 // ranks, whether a tuned band drifted below its calibration, and which rank the others waited
-// for: a collective's kernels run from when the last rank joins to the end, so the rank that
-// arrives last sees the shortest kernel time. The rank shortest in most groups is that rank.
+// for (late_arriver.h: the rank whose kernels are the shortest in most groups).
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "monitor/late_arriver.h"
 #include "monitor/summary_reader.h"
 
 namespace pilot::cli::monitor {
@@ -37,12 +37,8 @@ struct Group {
   double spread = 0;               ///< (median - shortest) / median of the ranks' mean times
 };
 
-struct LateArriver {
+struct LateArriver : LateVote {
   std::string comm, commName;
-  int rank = -1;        ///< -1: no rank is consistently shortest
-  size_t wins = 0;      ///< groups where it was the shortest
-  size_t compared = 0;  ///< groups with two or more ranks
-  double spread = 0;    ///< median spread of the groups it won
 };
 
 struct Analysis {
@@ -55,9 +51,6 @@ struct Analysis {
   size_t files = 0;
   size_t rankRecords = 0;  ///< (communicator, rank) pairs read
 };
-
-/// Below this relative spread a group's ranks count as equal (noise, not waiting).
-constexpr double kNoiseSpread = 0.02;
 
 Analysis analyze(const Summaries& summaries, double driftThreshold);
 

@@ -70,6 +70,9 @@ void readLine(const json& j, const std::string& file, Summaries* out) {
     c.nNodes = get<int>(j, "n_nodes", 0);
     c.finalized = get<bool>(j, "finalized", false);
     c.folded = get<uint64_t>(j, "folded", 0);
+    c.firstComm = get<std::string>(j, "first_comm", "");
+    c.lastComm = get<std::string>(j, "last_comm", "");
+    c.pid = get<int64_t>(j, "pid", 0);
     c.seen = get<uint64_t>(j, "seen", 0);
     c.measured = get<uint64_t>(j, "measured", 0);
     out->comms.push_back(c);

@@ -38,6 +38,8 @@ struct CommRecord {
   /// Finished communicators of one name and shape folded into this record (the library keeps
   /// those so: metrics/finished_comms.h); 0 for a live one.
   uint64_t folded = 0;
+  std::string firstComm, lastComm;  ///< of a folded record: the first and last it finalized
+  int64_t pid = 0;
   uint64_t seen = 0, measured = 0;
 };
 

@@ -25,6 +25,7 @@ Command addFitCommand(CLI::App& app);
 Command addReportCommand(CLI::App& app);
 Command addDoctorCommand(CLI::App& app);
 Command addMonitorCommand(CLI::App& app);
+Command addHangCommand(CLI::App& app);
 Command addEvaluateCommand(CLI::App& app);
 
 /// Exit statuses: 1 for a failure while running, 2 for bad arguments.

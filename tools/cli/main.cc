@@ -18,11 +18,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("nccl-pilot ") + pilot::kVersion);
   app.require_subcommand(1);
 
-  const std::vector<Command> commands = {addVersionCommand(app), addExplainCommand(app),
-                                         addTopoCommand(app),    addNetbenchCommand(app),
-                                         addSweepCommand(app),   addFitCommand(app),
-                                         addReportCommand(app),  addEvaluateCommand(app),
-                                         addDoctorCommand(app),  addMonitorCommand(app)};
+  const std::vector<Command> commands = {
+      addVersionCommand(app),  addExplainCommand(app),  addTopoCommand(app),
+      addNetbenchCommand(app), addSweepCommand(app),    addFitCommand(app),
+      addReportCommand(app),   addEvaluateCommand(app), addDoctorCommand(app),
+      addMonitorCommand(app),  addHangCommand(app)};
 
   // CLI11 would report a mistyped command as a missing one; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     if (!known) {
       return reportError("unknown command '" + std::string(argv[1]) +
                              "' (commands: version, explain, topo, netbench, sweep, fit, report, "
-                             "evaluate, doctor, monitor; try --help)",
+                             "evaluate, doctor, monitor, hang; try --help)",
                          kExitUsage);
     }
   }

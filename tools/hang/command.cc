@@ -1,0 +1,79 @@
+// `nccl-pilot hang DIR... [--json] [--now UNIX_MS] [--stall-s S]`: every rank's live state
+// (and summaries) of a job, read while it hangs or after: per stalled communicator, which ranks
+// never launched the stuck operation, are frozen, stuck, missing, or left it, whom to look at
+// first and why; and each communicator's straggler. Exit 0: nothing stalled; 1: something is;
+// 2: bad input.
+#include <ctime>
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "hang/judge.h"
+#include "hang/report.h"
+#include "hang/state_reader.h"
+
+namespace pilot::cli {
+namespace {
+
+struct HangArgs {
+  std::vector<std::string> inputs;
+  bool json = false;
+  int64_t nowMs = -1;
+  double stallS = 0;
+};
+
+int64_t clockNowMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+int runHang(const HangArgs& args) {
+  const hang::Inputs inputs = hang::readInputs(args.inputs);
+  hang::HangOptions options;
+  if (args.nowMs >= 0) options.nowMs = args.nowMs;
+  if (args.stallS > 0) options.stallS = args.stallS;
+  options.readerNowMs = clockNowMs();
+  const hang::HangReport report = hang::judge(inputs, options);
+  for (const std::string& note : report.notes) std::cerr << "note: " << note << "\n";
+  if (!inputs.anyReadable) return reportError("no readable input", kExitUsage);
+  if (inputs.stateFilesSeen == 0) {
+    return reportError("no nccl-pilot state file (*.state.json) under the inputs", kExitUsage);
+  }
+  if (inputs.states.empty()) {
+    return reportError("none of the " + std::to_string(inputs.stateFilesSeen) +
+                           " state file(s) could be used (notes above)",
+                       kExitUsage);
+  }
+  std::cout << (args.json ? hang::reportJson(report) : hang::reportText(report));
+  return report.stalls.empty() ? 0 : kExitFailure;
+}
+
+}  // namespace
+
+Command addHangCommand(CLI::App& app) {
+  auto args = std::make_shared<HangArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "hang",
+      "Read every rank's live state (NCCL_PILOT_METRICS_DIR: *.state.json and the summaries) of "
+      "a job and name, per stalled communicator, the ranks that never launched the stuck "
+      "operation, are frozen, stuck or missing, and whom to look at first; and the straggler. "
+      "Exit 0: nothing stalled, 1: a stall, 2: bad input");
+  sub->add_option("inputs", args->inputs,
+                  "Metrics directories (searched to any depth) or state/summary files")
+      ->required();
+  sub->add_flag("--json", args->json, "One JSON object on stdout instead of text");
+  sub->add_option("--now", args->nowMs,
+                  "Judge as of this unix time in ms (default: this machine's clock, or the "
+                  "newest file when every file is older than that by more than 60 s)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1'000'000'000'000'000}));
+  sub->add_option("--stall-s", args->stallS,
+                  "A rank waiting this many seconds in an operation is stalled (default: each "
+                  "file's NCCL_PILOT_STALL_S)")
+      ->check(CLI::PositiveNumber);
+  return {sub, [args] { return runHang(*args); }};
+}
+
+}  // namespace pilot::cli

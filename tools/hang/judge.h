@@ -1,0 +1,35 @@
+// `nccl-pilot hang` from what it read to what it says: the reference time (timeline), the
+// communicators regrouped (comm_groups), each judged (verdict, why) and its straggler
+// (straggler), and every note on the way.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hang/state_reader.h"
+#include "hang/straggler.h"
+#include "hang/verdict.h"
+
+namespace pilot::cli::hang {
+
+struct HangOptions {
+  std::optional<int64_t> nowMs;  ///< --now
+  int64_t readerNowMs = 0;       ///< this machine's clock
+  std::optional<double> stallS;  ///< --stall-s
+};
+
+struct HangReport {
+  std::vector<Stall> stalls;
+  std::vector<Straggler> stragglers;
+  std::vector<std::string> notes;
+  size_t files = 0;      ///< state files used
+  size_t summaries = 0;  ///< summary files read
+  size_t comms = 0;      ///< communicators judged
+  int64_t referenceMs = 0;
+};
+
+HangReport judge(const Inputs& inputs, const HangOptions& options);
+
+}  // namespace pilot::cli::hang

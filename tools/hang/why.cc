@@ -1,0 +1,235 @@
+#include "hang/why.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace pilot::cli::hang {
+namespace {
+
+std::string num(double v) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.1f", v);
+  return buffer;
+}
+
+std::string commText(const Stall& s) {
+  return "comm " + (s.commName.empty() ? s.comm : s.commName);
+}
+
+/// The stuck operation as `rank` runs it: a collective's name, or its side of the Send/Recv.
+std::string opFor(const Stall& s, int rank) {
+  if (s.sender < 0) return opLabel(s.op, s.seq, -1);
+  if (rank == s.receiver) return opLabel("Recv", s.seq, s.sender);
+  return opLabel("Send", s.seq, s.receiver);
+}
+
+/// What the others wait in: "the others wait in AllReduce #40", "rank 2 waits in Send #12 ...".
+std::string waitingIn(const Stall& s, int suspect) {
+  if (s.sender < 0) return "the others wait in " + opLabel(s.op, s.seq, -1);
+  const int other = suspect == s.sender ? s.receiver : s.sender;
+  return "rank " + std::to_string(other) + " waits in " + opFor(s, other);
+}
+
+const RankDetail* detail(const Stall& s, int rank) {
+  for (const RankDetail& d : s.ranks)
+    if (d.rank == rank) return &d;
+  return nullptr;
+}
+
+std::string lastText(const RankDetail* d) {
+  if (d == nullptr || !d->last) return "it had launched nothing there";
+  return "its last operation there was " + opLabel(d->last->op, d->last->seq, d->last->peer) +
+         ", " + num(d->last->ageS) + " s ago";
+}
+
+std::string processText(const RankDetail* d) {
+  if (d == nullptr || d->node.empty()) return "";
+  return " (pid " + std::to_string(d->pid) + " on " + d->node + ")";
+}
+
+/// py-spy's arguments for the rank's process: " --pid 4242 on host-a".
+std::string pidText(const RankDetail* d) {
+  if (d == nullptr || d->node.empty()) return "";
+  return " --pid " + std::to_string(d->pid) + " on " + d->node;
+}
+
+std::string notLaunched(const Stall& s) {
+  const std::vector<int>& ranks = s.notLaunched;
+  const int first = ranks.front();
+  const RankDetail* d = detail(s, first);
+  std::string why =
+      ranks.size() == 1 ? "rank " + std::to_string(first) : "ranks " + rankText(ranks);
+  why += " never launched " + opFor(s, first) + " on " + commText(s);
+  if (s.sender >= 0) why += " (" + waitingIn(s, first) + ")";
+  if (ranks.size() == 1) {
+    why += ": " + lastText(d) +
+           "; it is elsewhere in the program (a data loader, a checkpoint, "
+           "an exception) — look at rank " +
+           std::to_string(first) + "'s stack (py-spy dump" + pidText(d) + ")";
+  } else {
+    why += " (rank " + std::to_string(first) + ": " + lastText(d) +
+           "): they are elsewhere in the program (a data loader, a checkpoint, an exception) — "
+           "look at their stacks (py-spy dump)";
+  }
+  if (!s.finalized.empty()) {
+    why += std::string("; ") + (s.finalized.size() == 1 ? "rank " : "ranks ") +
+           rankText(s.finalized) + " finalized the communicator";
+  }
+  return why;
+}
+
+std::string finalized(const Stall& s) {
+  const std::string who = (s.finalized.size() == 1 ? "rank " : "ranks ") + rankText(s.finalized);
+  return who + " finalized (destroyed) " + commText(s) + " while " +
+         waitingIn(s, s.finalized.front()) +
+         " on it: " + (s.finalized.size() == 1 ? "it" : "they") +
+         " left the communicator early — find out why in " + who +
+         "'s log (an exception, an early exit, a destroy_process_group the others did not reach)";
+}
+
+std::string frozen(const Stall& s) {
+  const int first = s.frozen.front();
+  static const RankDetail kNone;
+  const RankDetail* d = detail(s, first) ? detail(s, first) : &kNone;
+  const bool one = s.frozen.size() == 1;
+  std::string why = one ? "rank " + std::to_string(first) + " stopped refreshing its state "
+                        : "ranks " + rankText(s.frozen) + " stopped refreshing their state (rank " +
+                              std::to_string(first) + "'s ";
+  why += num(d->silentS) + " s ago";
+  if (d->behindS > 0) why += " (or " + d->node + "'s clock is " + num(d->behindS) + " s behind)";
+  if (!one) why += ")";
+  why += " while " + waitingIn(s, first) + " on " + commText(s);
+  if (!s.op.empty()) {
+    why += one ? (d->launched ? " (it had launched it)" : " (it had not launched it)")
+               : (d->launched ? " (rank " + std::to_string(first) + " had launched it)"
+                              : " (rank " + std::to_string(first) + " had not launched it)");
+  }
+  if (one) {
+    return why + ": the process is stopped, dead or wedged, or its host is gone — check rank " +
+           std::to_string(first) + "'s process" + processText(d) + " and host";
+  }
+  std::set<std::string> hosts;
+  for (int r : s.frozen)
+    if (const RankDetail* f = detail(s, r)) hosts.insert(f->node);
+  std::string list;
+  for (const std::string& h : hosts) list += (list.empty() ? "" : ", ") + h;
+  return why + ": the processes are stopped, dead or wedged, or their hosts are gone — check " +
+         "their processes and hosts (" + list + ")";
+}
+
+std::string missing(const Stall& s) {
+  const bool one = s.missing.size() == 1;
+  return (one ? "rank " : "ranks ") + rankText(s.missing) + " of " + commText(s) +
+         (one ? " wrote no state and no summary says it finalized it, while "
+              : " wrote no state and no summary says they finalized it, while ") +
+         waitingIn(s, s.missing.front()) + ": " + (one ? "it" : "they") +
+         " never created the communicator, or the files are not among the inputs — check that " +
+         (one ? "rank" : "those ranks") + " started and gather every node's NCCL_PILOT_METRICS_DIR";
+}
+
+struct OpenTransfer {
+  int rank = 0;
+  ProxyEntry entry;
+  double progress = 0;
+};
+
+/// The open transfers of the stuck operation with the least progress (steps of a known total).
+std::vector<OpenTransfer> leastProgress(const Stall& s) {
+  std::vector<OpenTransfer> all;
+  for (const RankDetail& d : s.ranks) {
+    if (d.state != RankState::Stuck) continue;
+    for (const ProxyEntry& e : d.proxy) {
+      if (e.steps >= 0 && e.of > 0)
+        all.push_back({d.rank, e, static_cast<double>(e.steps) / static_cast<double>(e.of)});
+    }
+  }
+  if (all.empty()) return all;
+  const double least =
+      std::min_element(all.begin(), all.end(), [](const OpenTransfer& a, const OpenTransfer& b) {
+        return a.progress < b.progress;
+      })->progress;
+  all.erase(std::remove_if(all.begin(), all.end(),
+                           [&](const OpenTransfer& t) { return t.progress > least + 1e-9; }),
+            all.end());
+  return all;
+}
+
+std::string nodeOf(const Stall& s, int rank) {
+  const RankDetail* d = detail(s, rank);
+  return d != nullptr && !d->node.empty() ? " (" + d->node + ")" : "";
+}
+
+std::string network(Stall* s) {
+  const std::string launched =
+      s->sender < 0
+          ? "every rank launched " + opLabel(s->op, s->seq, -1) + " on " + commText(*s)
+          : "both sides of " + opFor(*s, s->sender) + " on " + commText(*s) + " were launched";
+  const std::vector<OpenTransfer> least = leastProgress(*s);
+  if (least.empty()) {
+    return launched +
+           " and none finishes: the data stopped moving (a network path or a GPU) — "
+           "run with NCCL_PILOT_METRICS_PROXY=1 to name the peer and channel, and check the NICs "
+           "and links (ibstat, dmesg)";
+  }
+  std::set<int> ends;
+  for (const OpenTransfer& t : least) ends.insert({t.rank, t.entry.peer});
+  s->suspects.assign(ends.begin(), ends.end());
+  const OpenTransfer& t = least.front();
+  std::string why = launched + " and none finishes: the least progress is rank " +
+                    std::to_string(t.rank) + (t.entry.send ? " sending to" : " receiving from") +
+                    " rank " + std::to_string(t.entry.peer) + " on channel " +
+                    std::to_string(t.entry.channel) + " (" + std::to_string(t.entry.steps) +
+                    " of " + std::to_string(t.entry.of) + " steps)";
+  if (least.size() > 1) why += " and " + std::to_string(least.size() - 1) + " more as low";
+  return why + " — check the network between rank " + std::to_string(t.rank) + nodeOf(*s, t.rank) +
+         " and rank " + std::to_string(t.entry.peer) + nodeOf(*s, t.entry.peer) +
+         ": NICs, cables, switch ports (ibstat, ibdiagnet; NCCL_DEBUG=INFO's NET lines)";
+}
+
+}  // namespace
+
+std::string rankText(const std::vector<int>& ranks) {
+  std::vector<std::string> items;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    items.push_back(j - i >= 2 ? std::to_string(ranks[i]) + "-" + std::to_string(ranks[j])
+                               : std::to_string(ranks[i]));
+    if (j - i == 1) items.push_back(std::to_string(ranks[j]));
+    i = j + 1;
+  }
+  constexpr size_t kMost = 12;
+  std::string out;
+  const size_t shown = std::min(items.size(), kMost);
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) out += (i + 1 == shown && items.size() <= kMost) ? " and " : ", ";
+    out += items[i];
+  }
+  if (items.size() > kMost) out += " and " + std::to_string(items.size() - kMost) + " more";
+  return out;
+}
+
+void explain(Stall* s) {
+  s->suspects.clear();
+  if (!s->notLaunched.empty() || !s->finalized.empty()) {
+    std::set<int> left(s->notLaunched.begin(), s->notLaunched.end());
+    left.insert(s->finalized.begin(), s->finalized.end());
+    s->suspects.assign(left.begin(), left.end());
+    s->why = s->notLaunched.empty() ? finalized(*s) : notLaunched(*s);
+  } else if (!s->frozen.empty()) {
+    s->suspects = s->frozen;
+    s->why = frozen(*s);
+  } else if (!s->missing.empty()) {
+    s->suspects = s->missing;
+    s->why = missing(*s);
+  } else if (s->op.empty()) {
+    s->why = "ranks of " + commText(*s) +
+             " wait past their threshold, but their files name no "
+             "operation in flight";
+  } else {
+    s->why = network(s);
+  }
+}
+
+}  // namespace pilot::cli::hang

@@ -70,6 +70,13 @@ uint64_t realtimeMs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
 }
 
+/// What a state write showed of a communicator: its launches and its last completion.
+uint64_t writtenMark(const InFlightView& v) {
+  uint64_t launched = 0;
+  for (const LaunchCount& k : v.kinds) launched += k.launched;
+  return launched * 0x9e3779b97f4a7c15ull ^ v.lastDoneNs;
+}
+
 std::string percent(double ratio) {
   return std::to_string(static_cast<int>(ratio * 100.0 + 0.5)) + "%";
 }
@@ -492,13 +499,17 @@ bool MetricsRuntime::refreshState(bool always) {
   }
   const uint64_t nowNs = monotonicNs();
   std::vector<StateComm> states;
-  bool busy = false;
+  bool busy = false, changed = always;
   for (auto& [comm, monitor] : live) {
     states.push_back({monitor->identity(), liveStateOf(*comm, *monitor, nowNs)});
     monitor->release();
-    busy = busy || states.back().live.view.inFlight > 0;
+    const InFlightView& v = states.back().live.view;
+    busy = busy || v.inFlight > 0;
+    const uint64_t mark = writtenMark(v);
+    changed = changed || mark != comm->writtenMark;
+    comm->writtenMark = mark;
   }
-  if ((busy || always) && !states.empty()) writeState(std::move(states), busy, node);
+  if ((busy || changed) && !states.empty()) writeState(std::move(states), busy, node);
   return busy;
 }
 
@@ -559,6 +570,7 @@ void MetricsRuntime::exportNow() {
     c.lastExportNs = nowNs;
     r.hasLive = true;
     r.live = liveStateOf(c, *l.monitor, nowNs);
+    c.writtenMark = writtenMark(r.live.view);
     l.monitor->release();
     busy = busy || r.live.view.inFlight > 0;
     states.push_back({r.identity, r.live});

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdarg>
@@ -147,6 +148,29 @@ void Comm::recordRaw(void* handle, ncclProfilerEventState_t state, uint64_t pTim
   if (abi_ == 4) module_.v4->recordEventState(handle, state, &args);
   if (abi_ == 5) module_.v5->recordEventState(handle, state, &args);
   if (abi_ == 6) module_.v6->recordEventState(handle, state, &args);
+}
+
+void* Comm::startProxyOp(void* parent, int channel, int peer, bool send, int nSteps) {
+  auto fill = [&](auto& d) {
+    std::memset(&d, 0, sizeof d);
+    d.type = ncclProfileProxyOp;
+    d.parentObj = parent;
+    d.rank = rank_;
+    d.proxyOp.pid = ::getpid();
+    d.proxyOp.channelId = static_cast<uint8_t>(channel);
+    d.proxyOp.peer = peer;
+    d.proxyOp.nSteps = nSteps;
+    d.proxyOp.chunkSize = 1 << 19;
+    d.proxyOp.isSend = send ? 1 : 0;
+  };
+  if (abi_ == 4) {
+    ncclProfilerEventDescr_v4_t d;
+    fill(d);
+    return start(d);
+  }
+  ncclProfilerEventDescr_v6_t d;  // v5 is its prefix
+  fill(d);
+  return start(d);
 }
 
 void* Comm::startRaw(uint64_t type, void* parent, int channel, uint64_t pTimer, pid_t pid) {

@@ -115,6 +115,9 @@ class Comm {
   /// A raw startEvent with the given type and parent; returns the handle.
   void* startRaw(uint64_t type, void* parent, int channel = 0, uint64_t pTimer = 0, pid_t pid = 0);
   void stopRaw(void* handle);
+  /// A ProxyOp of this process's proxy (NCCL's src/proxy.cc): one channel's send to or receive
+  /// from `peer` of the task `parent`, in `nSteps` network steps.
+  void* startProxyOp(void* parent, int channel, int peer, bool send, int nSteps);
   void recordRaw(void* handle, ncclProfilerEventState_t state, uint64_t pTimer);
 
   void finalize();

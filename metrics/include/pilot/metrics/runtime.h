@@ -92,6 +92,7 @@ class MetricsRuntime {
     uint64_t lastExportNs = 0;          // exportMutex_
     uint64_t stallWarnedLaunchNs = 0;   // exportMutex_: the stalled operation warned about
     std::string stallWarnedWhat;        // exportMutex_: how it was named
+    uint64_t writtenMark = 0;           // exportMutex_: launches and last completion written
     ~Comm();
   };
 
@@ -111,8 +112,9 @@ class MetricsRuntime {
   /// The state file (state_file.h); `busy`: something is in flight, so the next write comes
   /// within a second (exportMutex_ held).
   void writeState(std::vector<StateComm> comms, bool busy, const std::string& node);
-  /// The exporter's look every second: rewrites the state file when something is in flight
-  /// (or `always`). Returns whether something is.
+  /// The exporter's look every second: rewrites the state file when something is in flight,
+  /// or something launched or completed since the last write (or `always`). Returns whether
+  /// something is in flight.
   bool refreshState(bool always);
   void warnDrift(Comm& comm, const CommReport& report);
 

@@ -234,6 +234,8 @@ Expected<StateFile> parseStateFile(const std::string& text, const std::string& p
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     return Error{path + ": " + whyNotJson(text, e)};
+  } catch (const json::exception&) {  // a number past a double's range (1e708): out_of_range
+    return Error{path + ": not JSON (a number out of range)"};
   }
   const auto format = j.is_object() ? j.find("format") : j.end();
   if (!j.is_object() || format == j.end() || *format != kFormat) {

@@ -76,9 +76,8 @@ CommState allReduceRank(int rank, int nRanks, uint64_t launched, uint64_t done, 
     c.inFlight = launched - done;
     c.waitingS = waitS;
     c.stalled = waitS >= kStallS;
-  } else if (done > 0) {
-    c.lastDoneAgeS = waitS;
   }
+  if (done > 0) c.lastDoneAgeS = waitS;
   return c;
 }
 

@@ -42,8 +42,7 @@ class JobDir {
 StateFile process(const std::string& node, int64_t pid, int64_t ageMs = 300);
 
 /// Rank `rank` of the nranks-rank comm "dp" (id 0xd9): `launched` AllReduces, `done` of them
-/// done; with one in flight it has waited `waitS` (stalled from kStallS); idle, its last
-/// completion was `waitS` ago.
+/// done, the last `waitS` ago; with one in flight it has waited `waitS` (stalled from kStallS).
 CommState allReduceRank(int rank, int nRanks, uint64_t launched, uint64_t done, double waitS);
 
 /// One process per rank (node "n0", pid 100 + rank) holding `c`.

@@ -125,6 +125,33 @@ TEST(HangVerdict, ARankWhoseStateStoppedIsFrozen) {
   EXPECT_TRUE(dir.judge().stalls.at(0).frozen.empty());
 }
 
+TEST(HangVerdict, ARankStoppedBeforeItsFileShowedItsLaunchesIsFrozen) {
+  // Rank 2 wrote its state at init (nothing launched, next write due in 30 s), then launched
+  // #0..#40 within a second and was stopped before its writer ran again: its file still says
+  // "nothing launched", but the others completed #0..#39 with it, the last 6 s ago.
+  JobDir dir;
+  writeAllReduceJob(dir, 4, {});
+  StateFile stopped = rankProcess(allReduceRank(2, 4, 0, 0, 0), 7000);
+  stopped.nextDueMs = stopped.writtenMs + 30000;
+  dir.write(stopped);
+  HangReport r = dir.judge();
+  ASSERT_EQ(r.stalls.size(), 1u);
+  EXPECT_EQ(r.stalls[0].frozen, Ranks{2});
+  EXPECT_TRUE(r.stalls[0].notLaunched.empty());
+  EXPECT_EQ(r.stalls[0].suspects, Ranks{2});
+  EXPECT_TRUE(Contains(r.stalls[0].why,
+                       "rank 2 stopped refreshing its state 7.0 s ago while the "
+                       "others wait in AllReduce #40 on comm dp (it wrote its "
+                       "state before operations the others completed with it "
+                       "6.3 s ago)"));
+  // Their completions only a second old: its writer is not late yet, so its file is believed.
+  for (int rank : {0, 1, 3}) dir.write(rankProcess(allReduceRank(rank, 4, 41, 40, 1.0)));
+  r = dir.judge({}, 0.5);
+  ASSERT_EQ(r.stalls.size(), 1u);
+  EXPECT_EQ(r.stalls[0].notLaunched, Ranks{2});
+  EXPECT_TRUE(r.stalls[0].frozen.empty());
+}
+
 TEST(HangVerdict, EveryRankStuckNamesTheTransferWithTheLeastProgress) {
   JobDir dir;
   for (int r = 0; r < 4; ++r) {
@@ -148,13 +175,31 @@ TEST(HangVerdict, EveryRankStuckNamesTheTransferWithTheLeastProgress) {
                        "rank 3 (n0)"));
 }
 
+TEST(HangVerdict, WithoutStepCountsTheOpenTransfersAreTheSuspects) {
+  // NCCL_PILOT_METRICS_PROXY=ops: no steps, but every transfer that finished is closed.
+  JobDir dir;
+  for (int r = 0; r < 4; ++r) {
+    CommState c = allReduceRank(r, 4, 41, 40, 30.0);
+    if (r == 2) c.oldest->proxy = {{0, 3, true, -1, 8}};
+    if (r == 3) c.oldest->proxy = {{0, 2, false, -1, 8}};
+    dir.write(rankProcess(c));
+  }
+  const HangReport r = dir.judge();
+  ASSERT_EQ(r.stalls.size(), 1u);
+  EXPECT_EQ(r.stalls[0].suspects, (Ranks{2, 3}));
+  EXPECT_TRUE(Contains(r.stalls[0].why,
+                       "and none finishes: still open is rank 2 sending to rank "
+                       "3 on channel 0 and 1 more transfer(s) — check the network between "
+                       "rank 2 (n0) and rank 3 (n0)"));
+}
+
 TEST(HangVerdict, EveryRankStuckWithoutProxyEntriesSuspectsNobody) {
   JobDir dir;
   writeAllReduceJob(dir, 3, {});
   const HangReport r = dir.judge();
   ASSERT_EQ(r.stalls.size(), 1u);
   EXPECT_TRUE(r.stalls[0].suspects.empty());
-  EXPECT_TRUE(Contains(r.stalls[0].why, "NCCL_PILOT_METRICS_PROXY=1"));
+  EXPECT_TRUE(Contains(r.stalls[0].why, "NCCL_PILOT_METRICS_PROXY=steps"));
 }
 
 TEST(HangVerdict, ARankWithNoStateIsMissing) {

@@ -110,6 +110,7 @@ json rankJson(const RankDetail& d) {
   j["wait_s"] = rounded(d.waitS);
   j["state_age_s"] = rounded(d.silentS);
   if (d.behindS > 0) j["clock_behind_s"] = rounded(d.behindS);
+  if (d.unshownS > 0) j["stale_s"] = rounded(d.unshownS);
   if (!d.proxy.empty()) j["proxy"] = proxyJson(d.proxy);
   return j;
 }

@@ -20,6 +20,7 @@
 namespace pilot::cli::hang {
 
 constexpr int64_t kGraceMs = 2000;      ///< a write later than next_due_ms by this: frozen
+constexpr double kLaunchWriteS = 1;     ///< the writer rewrites within this of a launch
 constexpr int64_t kAheadMs = 2000;      ///< a node's clock ahead by more: judged on its own
 constexpr int64_t kGatheredMs = 60000;  ///< every file older by more: judged as of the newest
 

@@ -3,24 +3,11 @@
 #include <algorithm>
 #include <tuple>
 
+#include "hang/stuck_op.h"
 #include "hang/why.h"
 
 namespace pilot::cli::hang {
 namespace {
-
-bool isP2p(const std::string& op) {
-  return op == "Send" || op == "Recv";
-}
-
-/// One member as of now.
-struct View {
-  const Member* member = nullptr;
-  bool frozen = false;
-  double silentS = 0;
-  double behindS = 0;  ///< its node's every file is overdue by this much
-  double waitS = 0;    ///< waiting_s carried to now; 0 with nothing in flight
-  bool waits = false;  ///< waits past its threshold
-};
 
 View viewOf(const Member& m, const Timeline& timeline, const JudgeOptions& options) {
   View v;
@@ -34,69 +21,6 @@ View viewOf(const Member& m, const Timeline& timeline, const JudgeOptions& optio
   const double threshold = options.stallS.value_or(m.file->stallS);
   v.waits = (threshold > 0 && v.waitS >= threshold) || (!options.stallS && c.stalled);
   return v;
-}
-
-/// The stuck operation: kind, number, and for a Send/Recv the rank holding it and its peer.
-struct StuckOp {
-  std::string op;
-  uint64_t seq = 0, bytes = 0;
-  int holder = -1, peer = -1;
-  bool known = false;
-};
-
-bool names(const InFlight& o, const StuckOp& s, int rank) {
-  return o.op == s.op && o.seq == s.seq && (!isP2p(s.op) || (rank == s.holder && o.peer == s.peer));
-}
-
-/// The (operation, number) most waiting ranks name; ties: the longest wait, then the lowest
-/// number (the earlier operation blocks the later).
-StuckOp stuckOpOf(const std::map<int, View>& views, bool anyLive) {
-  using Key = std::tuple<std::string, uint64_t, int, int>;
-  struct Tally {
-    size_t votes = 0;
-    double longest = 0;
-    uint64_t bytes = 0;
-  };
-  std::map<Key, Tally> tallies;
-  for (const auto& [rank, v] : views) {
-    const CommState& c = *v.member->state;
-    if (!v.waits || !c.oldest || (anyLive && v.frozen)) continue;
-    const bool p2p = isP2p(c.oldest->op);
-    Tally& t = tallies[{c.oldest->op, c.oldest->seq, p2p ? rank : -1, p2p ? c.oldest->peer : -1}];
-    ++t.votes;
-    t.longest = std::max(t.longest, v.waitS);
-    t.bytes = c.oldest->bytes;
-  }
-  StuckOp best;
-  const Tally* top = nullptr;
-  for (const auto& [key, t] : tallies) {
-    if (top == nullptr || t.votes > top->votes ||
-        (t.votes == top->votes && t.longest > top->longest)) {
-      top = &t;
-      std::tie(best.op, best.seq, best.holder, best.peer) = key;
-      best.bytes = t.bytes;
-      best.known = true;
-    }
-  }
-  return best;
-}
-
-/// (launched, done) of the stuck operation by `rank`; nullopt: not a party to it.
-std::optional<std::pair<bool, bool>> progressOf(const CommState& c, int rank, const StuckOp& s) {
-  Counts n;
-  if (!isP2p(s.op)) {
-    auto it = c.ops.find(s.op);
-    if (it != c.ops.end()) n = it->second;
-  } else if (rank == s.holder || rank == s.peer) {
-    // The holder's own count towards its peer; the peer's matching one (a Send meets a Recv).
-    const bool sends = (rank == s.holder) == (s.op == "Send");
-    const auto& perPeer = sends ? c.sends : c.recvs;
-    auto it = perPeer.find(rank == s.holder ? s.peer : s.holder);
-    if (it != perPeer.end()) n = it->second;
-  } else {
-    return std::nullopt;
-  }
-  return std::make_pair(n.launched > s.seq, n.done > s.seq);
 }
 
 RankDetail detailOf(int rank, const View& v, const StuckOp& s) {
@@ -113,18 +37,19 @@ RankDetail detailOf(int rank, const View& v, const StuckOp& s) {
     d.last->ageS += v.silentS;
   }
   if (c.oldest && names(*c.oldest, s, rank)) d.proxy = c.oldest->proxy;
-  const auto progress = s.known ? progressOf(c, rank, s) : std::nullopt;
-  d.launched = progress && progress->first;
+  const std::optional<Counts> side = s.known ? sideOf(c, rank, s) : std::nullopt;
+  d.launched = side && side->launched > s.seq;
+  d.unshownS = v.unshownS;
   if (v.member->file->final) {
     d.state = RankState::Finalized;  // its process closed its last communicator
   } else if (v.frozen) {
     d.state = RankState::Frozen;
-  } else if (!progress) {
+  } else if (!side) {
     d.state = v.waits ? RankState::Stuck : s.known ? RankState::Uninvolved : RankState::Done;
-  } else if (!progress->first) {
+  } else if (!d.launched) {
     d.state = RankState::NotLaunched;
   } else {
-    d.state = progress->second ? RankState::Done : RankState::Stuck;
+    d.state = side->done > s.seq ? RankState::Done : RankState::Stuck;
   }
   return d;
 }
@@ -209,13 +134,21 @@ std::optional<Stall> judgeComm(const CommGroup& g, const Timeline& timeline,
   if (!stalled) return std::nullopt;
 
   const StuckOp op = stuckOpOf(views, anyLive);
+  // A file that misses launches the others completed with it was written before them; its
+  // writer owed a new one within kLaunchWriteS of them: past that and the grace, it is frozen.
+  std::map<int, double> unshown;
+  for (const auto& [rank, v] : views) unshown[rank] = unshownAgeS(views, rank, op);
+  for (auto& [rank, v] : views) {
+    v.unshownS = unshown[rank];
+    v.frozen |= !v.member->file->final && v.unshownS > kLaunchWriteS + kGraceMs / 1000.0;
+  }
   Stall s;
   static_cast<CommKey&>(s) = g;
   s.nRanks = g.nRanks;
   s.op = op.op;
   s.seq = op.seq;
   s.bytes = op.bytes;
-  if (isP2p(op.op)) {
+  if (isPointToPoint(op.op)) {
     s.sender = op.op == "Send" ? op.holder : op.peer;
     s.receiver = op.op == "Send" ? op.peer : op.holder;
   }

@@ -31,9 +31,11 @@ struct RankDetail {
   RankState state = RankState::Missing;
   std::string node;  ///< "" when nothing says
   int64_t pid = 0;
-  bool launched = false;          ///< had launched the stuck operation (as of its last write)
-  double silentS = 0;             ///< since its state file was written
-  double behindS = 0;             ///< > 0: every file of its node is overdue (clock behind?)
+  bool launched = false;  ///< had launched the stuck operation (as of its last write)
+  double silentS = 0;     ///< since its state file was written
+  double behindS = 0;     ///< > 0: every file of its node is overdue (clock behind?)
+  /// > 0: the others completed with it, this long ago, launches its file does not show
+  double unshownS = 0;
   std::optional<OpRef> last;      ///< its last launched operation, age_s as of now
   double waitS = 0;               ///< how long it waits now (0: nothing in flight)
   std::vector<ProxyEntry> proxy;  ///< open proxy entries of the stuck operation

@@ -100,10 +100,13 @@ std::string frozen(const Stall& s) {
   if (d->behindS > 0) why += " (or " + d->node + "'s clock is " + num(d->behindS) + " s behind)";
   if (!one) why += ")";
   why += " while " + waitingIn(s, first) + " on " + commText(s);
-  if (!s.op.empty()) {
-    why += one ? (d->launched ? " (it had launched it)" : " (it had not launched it)")
-               : (d->launched ? " (rank " + std::to_string(first) + " had launched it)"
-                              : " (rank " + std::to_string(first) + " had not launched it)");
+  const std::string who = one ? "it" : "rank " + std::to_string(first);
+  if (d->unshownS > 0) {
+    // Its file was written before launches the others completed with it: stopped since.
+    why += " (" + who + " wrote its state before operations the others completed with it " +
+           num(d->unshownS) + " s ago)";
+  } else if (!s.op.empty()) {
+    why += " (" + who + (d->launched ? " had launched it)" : " had not launched it)");
   }
   if (one) {
     return why + ": the process is stopped, dead or wedged, or its host is gone — check rank " +
@@ -131,26 +134,29 @@ std::string missing(const Stall& s) {
 struct OpenTransfer {
   int rank = 0;
   ProxyEntry entry;
-  double progress = 0;
+  double progress = -1;  ///< steps of their total; -1: unknown (ProxyStep events off)
 };
 
-/// The open transfers of the stuck operation with the least progress (steps of a known total).
+/// The open transfers of the stuck operation with the least progress. Without step counts
+/// (NCCL_PILOT_METRICS_PROXY=ops) every open one: the finished ones are closed, so the open
+/// ones are what the operation still waits for.
 std::vector<OpenTransfer> leastProgress(const Stall& s) {
   std::vector<OpenTransfer> all;
   for (const RankDetail& d : s.ranks) {
     if (d.state != RankState::Stuck) continue;
     for (const ProxyEntry& e : d.proxy) {
-      if (e.steps >= 0 && e.of > 0)
-        all.push_back({d.rank, e, static_cast<double>(e.steps) / static_cast<double>(e.of)});
+      const bool known = e.steps >= 0 && e.of > 0;
+      all.push_back(
+          {d.rank, e, known ? static_cast<double>(e.steps) / static_cast<double>(e.of) : -1});
     }
   }
-  if (all.empty()) return all;
-  const double least =
-      std::min_element(all.begin(), all.end(), [](const OpenTransfer& a, const OpenTransfer& b) {
-        return a.progress < b.progress;
-      })->progress;
-  all.erase(std::remove_if(all.begin(), all.end(),
-                           [&](const OpenTransfer& t) { return t.progress > least + 1e-9; }),
+  double least = -1;
+  for (const OpenTransfer& t : all)
+    if (t.progress >= 0 && (least < 0 || t.progress < least)) least = t.progress;
+  if (least < 0) return all;
+  all.erase(std::remove_if(
+                all.begin(), all.end(),
+                [&](const OpenTransfer& t) { return t.progress < 0 || t.progress > least + 1e-9; }),
             all.end());
   return all;
 }
@@ -169,19 +175,27 @@ std::string network(Stall* s) {
   if (least.empty()) {
     return launched +
            " and none finishes: the data stopped moving (a network path or a GPU) — "
-           "run with NCCL_PILOT_METRICS_PROXY=1 to name the peer and channel, and check the NICs "
-           "and links (ibstat, dmesg)";
+           "run with NCCL_PILOT_METRICS_PROXY=steps to name the peer and channel, and check the "
+           "NICs and links (ibstat, dmesg)";
   }
   std::set<int> ends;
   for (const OpenTransfer& t : least) ends.insert({t.rank, t.entry.peer});
   s->suspects.assign(ends.begin(), ends.end());
   const OpenTransfer& t = least.front();
-  std::string why = launched + " and none finishes: the least progress is rank " +
-                    std::to_string(t.rank) + (t.entry.send ? " sending to" : " receiving from") +
-                    " rank " + std::to_string(t.entry.peer) + " on channel " +
-                    std::to_string(t.entry.channel) + " (" + std::to_string(t.entry.steps) +
-                    " of " + std::to_string(t.entry.of) + " steps)";
-  if (least.size() > 1) why += " and " + std::to_string(least.size() - 1) + " more as low";
+  const bool known = t.progress >= 0;
+  std::string why =
+      launched +
+      (known ? " and none finishes: the least progress is rank "
+             : " and none finishes: still open is rank ") +
+      std::to_string(t.rank) + (t.entry.send ? " sending to" : " receiving from") + " rank " +
+      std::to_string(t.entry.peer) + " on channel " + std::to_string(t.entry.channel) +
+      (known
+           ? " (" + std::to_string(t.entry.steps) + " of " + std::to_string(t.entry.of) + " steps)"
+           : "");
+  if (least.size() > 1) {
+    why += " and " + std::to_string(least.size() - 1) +
+           (known ? " more transfer(s) as low" : " more transfer(s)");
+  }
   return why + " — check the network between rank " + std::to_string(t.rank) + nodeOf(*s, t.rank) +
          " and rank " + std::to_string(t.entry.peer) + nodeOf(*s, t.entry.peer) +
          ": NICs, cables, switch ports (ibstat, ibdiagnet; NCCL_DEBUG=INFO's NET lines)";

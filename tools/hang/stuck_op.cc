@@ -1,0 +1,77 @@
+#include "hang/stuck_op.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace pilot::cli::hang {
+
+bool isPointToPoint(const std::string& op) {
+  return op == "Send" || op == "Recv";
+}
+
+bool names(const InFlight& o, const StuckOp& s, int rank) {
+  return o.op == s.op && o.seq == s.seq &&
+         (!isPointToPoint(s.op) || (rank == s.holder && o.peer == s.peer));
+}
+
+StuckOp stuckOpOf(const std::map<int, View>& views, bool anyLive) {
+  using Key = std::tuple<std::string, uint64_t, int, int>;
+  struct Tally {
+    size_t votes = 0;
+    double longest = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<Key, Tally> tallies;
+  for (const auto& [rank, v] : views) {
+    const CommState& c = *v.member->state;
+    if (!v.waits || !c.oldest || (anyLive && v.frozen)) continue;
+    const bool p2p = isPointToPoint(c.oldest->op);
+    Tally& t = tallies[{c.oldest->op, c.oldest->seq, p2p ? rank : -1, p2p ? c.oldest->peer : -1}];
+    ++t.votes;
+    t.longest = std::max(t.longest, v.waitS);
+    t.bytes = c.oldest->bytes;
+  }
+  StuckOp best;
+  const Tally* top = nullptr;
+  for (const auto& [key, t] : tallies) {  // ascending: the lowest number first among equals
+    if (top == nullptr || t.votes > top->votes ||
+        (t.votes == top->votes && t.longest > top->longest)) {
+      top = &t;
+      std::tie(best.op, best.seq, best.holder, best.peer) = key;
+      best.bytes = t.bytes;
+      best.known = true;
+    }
+  }
+  return best;
+}
+
+std::optional<Counts> sideOf(const CommState& c, int rank, const StuckOp& s) {
+  if (!isPointToPoint(s.op)) {
+    auto it = c.ops.find(s.op);
+    return it != c.ops.end() ? it->second : Counts{};
+  }
+  if (rank != s.holder && rank != s.peer) return std::nullopt;
+  // The holder's own count towards its peer; the peer's matching one (a Send meets a Recv).
+  const bool sends = (rank == s.holder) == (s.op == "Send");
+  const auto& perPeer = sends ? c.sends : c.recvs;
+  auto it = perPeer.find(rank == s.holder ? s.peer : s.holder);
+  return it != perPeer.end() ? it->second : Counts{};
+}
+
+double unshownAgeS(const std::map<int, View>& views, int rank, const StuckOp& s) {
+  auto self = views.find(rank);
+  if (!s.known || self == views.end()) return 0;
+  const std::optional<Counts> mine = sideOf(*self->second.member->state, rank, s);
+  if (!mine) return 0;
+  double age = 0;
+  for (const auto& [other, v] : views) {
+    if (other == rank) continue;
+    const CommState& c = *v.member->state;
+    const std::optional<Counts> theirs = sideOf(c, other, s);
+    if (theirs && theirs->done > mine->launched)
+      age = std::max(age, c.lastDoneAgeS.value_or(0) + v.silentS);
+  }
+  return age;
+}
+
+}  // namespace pilot::cli::hang

@@ -30,8 +30,10 @@ void fetchMax(std::atomic<uint64_t>& word, uint64_t value) {
 }  // namespace
 
 uint64_t monotonicNs() {
+  // The coarse clock (the last tick, a few ms): a stall is judged in seconds, and it costs a
+  // few ns on the launch and completion paths where the precise one costs tens.
   timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -42,20 +44,27 @@ InFlightLog::InFlightLog(int nRanks) {
   }
 }
 
+/// Adds one to a counter only the launching thread writes (NCCL uses a communicator from one
+/// thread at a time): a load and a store, no locked instruction on the launch path.
+static uint64_t bump(std::atomic<uint64_t>& counter) {
+  const uint64_t before = counter.load(kRelaxed);
+  counter.store(before + 1, kRelaxed);
+  return before;
+}
+
 uint64_t InFlightLog::launch(Operation op, uint64_t bytes, int peer, unsigned channels,
                              uint64_t nowNs) {
-  uint64_t seq = kinds_[static_cast<int>(op)].fetch_add(1, kRelaxed);
+  uint64_t seq = bump(kinds_[static_cast<int>(op)]);
   if (isPointToPoint(op)) {
     // Numbered per peer, so a Send matches its peer's Recv whatever else either rank sends.
     seq = 0;
     if (peer >= 0 && peer < peerRanks_) {
-      const size_t word = 2 * static_cast<size_t>(peer) + (op == Operation::Recv ? 1 : 0);
-      seq = peers_[word].fetch_add(1, kRelaxed);
+      seq = bump(peers_[2 * static_cast<size_t>(peer) + (op == Operation::Recv ? 1 : 0)]);
     }
   } else {
     peer = -1;
   }
-  const uint64_t ordinal = launched_.fetch_add(1, kRelaxed) + 1;
+  const uint64_t ordinal = bump(launched_) + 1;
   Entry& e = ring_[ordinal % kRing];
   e.ordinal.store(0, kRelaxed);
   std::atomic_thread_fence(kRelease);  // a reader that sees the new fields sees the 0 first
@@ -69,23 +78,28 @@ uint64_t InFlightLog::launch(Operation op, uint64_t bytes, int peer, unsigned ch
   return ordinal;
 }
 
+// The channel bits are a hint for a person (which channels a stalled operation still runs):
+// one proxy thread reports a communicator's channels, so a load and a store, no locked
+// instruction; two threads racing would lose a bit, nothing else.
 void InFlightLog::channelStarted(uint64_t ordinal, unsigned channel) {
   Entry& e = ring_[ordinal % kRing];
   if (channel < 64 && e.ordinal.load(kAcquire) == ordinal) {
-    e.started.fetch_or(uint64_t{1} << channel, kRelaxed);
+    e.started.store(e.started.load(kRelaxed) | uint64_t{1} << channel, kRelaxed);
   }
 }
 
 void InFlightLog::channelStopped(uint64_t ordinal, unsigned channel) {
   Entry& e = ring_[ordinal % kRing];
   if (channel < 64 && e.ordinal.load(kAcquire) == ordinal) {
-    e.stopped.fetch_or(uint64_t{1} << channel, kRelaxed);
+    e.stopped.store(e.stopped.load(kRelaxed) | uint64_t{1} << channel, kRelaxed);
   }
 }
 
 void InFlightLog::complete(uint64_t ordinal, uint64_t nowNs) {
+  // The newest completion must not be lost (the operations before it would look in flight for
+  // good): a compare-and-swap, taken only when it moves. Its time is a hint.
   fetchMax(completed_, ordinal);
-  fetchMax(lastDoneNs_, nowNs);
+  if (lastDoneNs_.load(kRelaxed) < nowNs) lastDoneNs_.store(nowNs, kRelaxed);
 }
 
 bool InFlightLog::read(uint64_t ordinal, OperationView* out) const {

@@ -60,14 +60,23 @@ unsigned datatypeBytes(const char* name) {
   return 0;
 }
 
+// NCCL spells algorithms and protocols exactly as our labels (ncclAlgoToString,
+// ncclProtoToString): an exact comparison first, the tuner's case-insensitive names (which
+// lower every character) only for another spelling. This runs for every collective.
 uint8_t parseAlgorithmIndex(const char* name) {
   if (name == nullptr) return kUnknownAlgorithm;
+  for (uint8_t i = 0; i < tuner::kNumAlgorithms; ++i) {
+    if (std::strcmp(name, kAlgorithmLabels[i]) == 0) return i;
+  }
   auto a = tuner::parseAlgorithm(name);
   return a ? static_cast<uint8_t>(*a) : kUnknownAlgorithm;
 }
 
 uint8_t parseProtocolIndex(const char* name) {
   if (name == nullptr) return kUnknownProtocol;
+  for (uint8_t i = 0; i < tuner::kNumProtocols; ++i) {
+    if (std::strcmp(name, kProtocolLabels[i]) == 0) return i;
+  }
   auto p = tuner::parseProtocol(name);
   return p ? static_cast<uint8_t>(*p) : kUnknownProtocol;
 }

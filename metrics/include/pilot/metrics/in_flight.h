@@ -25,7 +25,7 @@
 
 namespace pilot::metrics {
 
-/// CLOCK_MONOTONIC in ns (the vDSO: no system call).
+/// CLOCK_MONOTONIC_COARSE in ns (the vDSO's last tick: a few ms of resolution, no system call).
 uint64_t monotonicNs();
 
 /// One operation as the exporter saw it.

@@ -36,11 +36,12 @@ std::string JobDir::writeText(const std::string& name, const std::string& text) 
 }
 
 HangReport JobDir::judge(std::optional<int64_t> nowMs, std::optional<double> stallS,
-                         int64_t readerNowMs) const {
+                         int64_t readerNowMs, uint64_t mostRanks) const {
   HangOptions o;
   o.nowMs = nowMs;
   o.stallS = stallS;
   o.readerNowMs = readerNowMs;
+  o.mostRanks = mostRanks;
   return hang::judge(readInputs({dir_}), o);
 }
 

@@ -31,7 +31,7 @@ class JobDir {
   std::string writeText(const std::string& name, const std::string& text);
   /// Reads the directory and judges it as of `nowMs` (--now), or of `readerNowMs` without.
   HangReport judge(std::optional<int64_t> nowMs = kNow, std::optional<double> stallS = {},
-                   int64_t readerNowMs = kNow) const;
+                   int64_t readerNowMs = kNow, uint64_t mostRanks = kMostRanksListed) const;
   const std::string& path() const { return dir_; }
 
  private:

@@ -190,6 +190,25 @@ TEST(HangInput, FilesGatheredLongAfterAreJudgedAsOfTheNewest) {
   EXPECT_EQ(asked.stalls.at(0).frozen, (Ranks{0, 1, 2, 3}));
 }
 
+TEST(HangInput, StallsPastTheRanksAllListedAreNamedNotJudged) {
+  // Two stalled communicators of 4 ranks each, a budget of 6 ranks: the second is named only.
+  JobDir dir;
+  writeJob(dir);
+  for (int r = 0; r < 4; ++r) {
+    StateFile s = rankProcess(allReduceRank(r, 4, r == 3 ? 40 : 41, 40, 6.0));
+    s.comms[0].comm = "0xee";
+    s.pid += 10;
+    dir.write(s);
+  }
+  const HangReport r = dir.judge(kNow, std::nullopt, kNow, 6);
+  ASSERT_EQ(r.stalls.size(), 2u);
+  EXPECT_EQ(r.stalls[0].comm, "0xd9");
+  EXPECT_EQ(r.stalls[0].notLaunched, Ranks{3});
+  EXPECT_EQ(r.stalls[1].comm, "0xee");
+  EXPECT_TRUE(r.stalls[1].notLaunched.empty() && r.stalls[1].stuck.empty());
+  EXPECT_TRUE(Contains(r.stalls[1].why, "not judged: the stalled communicators name more than"));
+}
+
 TEST(HangInput, TheStragglerIsTheRankShortestInMostWindowGroups) {
   JobDir dir;
   for (int r = 0; r < 4; ++r) {

@@ -1,5 +1,7 @@
 #include "hang/judge.h"
 
+#include <algorithm>
+
 #include "hang/comm_groups.h"
 #include "hang/timeline.h"
 
@@ -36,9 +38,12 @@ HangReport judge(const Inputs& inputs, const HangOptions& options) {
   const SummaryFacts facts = factsOf(inputs.summaries);
   JudgeOptions judgeOptions;
   judgeOptions.stallS = options.stallS;
+  judgeOptions.mostRanks = options.mostRanks;
   for (const CommGroup& g : grouping.groups) {
-    if (std::optional<Stall> s = judgeComm(g, timeline, facts, judgeOptions))
+    if (std::optional<Stall> s = judgeComm(g, timeline, facts, judgeOptions)) {
+      judgeOptions.mostRanks -= std::min(judgeOptions.mostRanks, static_cast<uint64_t>(g.nRanks));
       r.stalls.push_back(std::move(*s));
+    }
     if (std::optional<Straggler> s = stragglerOf(g, timeline)) r.stragglers.push_back(*s);
   }
   return r;

@@ -15,9 +15,10 @@
 namespace pilot::cli::hang {
 
 struct HangOptions {
-  std::optional<int64_t> nowMs;  ///< --now
-  int64_t readerNowMs = 0;       ///< this machine's clock
-  std::optional<double> stallS;  ///< --stall-s
+  std::optional<int64_t> nowMs;           ///< --now
+  int64_t readerNowMs = 0;                ///< this machine's clock
+  std::optional<double> stallS;           ///< --stall-s
+  uint64_t mostRanks = kMostRanksListed;  ///< over all stalled communicators
 };
 
 struct HangReport {

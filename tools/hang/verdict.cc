@@ -132,6 +132,16 @@ std::optional<Stall> judgeComm(const CommGroup& g, const Timeline& timeline,
   bool stalled = false;
   for (const auto& [rank, v] : views) stalled |= v.waits && (!anyLive || !v.frozen);
   if (!stalled) return std::nullopt;
+  if (static_cast<uint64_t>(g.nRanks) > options.mostRanks) {
+    Stall s;
+    static_cast<CommKey&>(s) = g;
+    s.nRanks = g.nRanks;
+    s.why =
+        "ranks of it wait past their threshold; not judged: the stalled communicators name "
+        "more than " +
+        std::to_string(kMostRanksListed) + " ranks in all";
+    return s;
+  }
 
   const StuckOp op = stuckOpOf(views, anyLive);
   // A file that misses launches the others completed with it was written before them; its

@@ -58,11 +58,17 @@ struct Stall : CommKey {
   std::vector<RankDetail> ranks;  ///< every rank but the missing ones, ascending
 };
 
+/// A verdict lists every rank of its communicator, and a hostile file may name 65536
+/// communicators of 2^20 ranks each: past this many ranks listed, a stall is named, not judged.
+constexpr uint64_t kMostRanksListed = uint64_t{1} << 24;
+
 struct JudgeOptions {
-  std::optional<double> stallS;  ///< --stall-s: overrides each file's stall_s
+  std::optional<double> stallS;           ///< --stall-s: overrides each file's stall_s
+  uint64_t mostRanks = kMostRanksListed;  ///< a larger stalled communicator is not judged
 };
 
-/// The stall of `g`, or nothing when no rank of it waits past its threshold.
+/// The stall of `g`, or nothing when no rank of it waits past its threshold. Past
+/// options.mostRanks ranks, the stall says so in `why` and lists nobody.
 std::optional<Stall> judgeComm(const CommGroup& g, const Timeline& timeline,
                                const SummaryFacts& summaries, const JudgeOptions& options);
 

@@ -86,6 +86,8 @@ step "the profiler's files of a bundled 4-rank demo job (replayed through it by 
   ls build/monitor-demo
 step "read back: calls, kernel times, decisions, drift against the table's calibration, the late rank; the MoE all-to-all (a group of Send/Recv) as one operation, the pipeline's Send/Recv" \
   "$pilot" monitor build/monitor-demo --html build/monitor.html
+step "a bundled stuck job (8 ranks, examples/monitoring/stuck-job): which rank the others wait for, and why (exit 1 expected)" \
+  "$pilot" hang examples/monitoring/stuck-job || true
 rm -rf build/long-job-demo
 mkdir -p build/long-job-demo
 step "a long RL job's process: its weight-sync group rebuilt 2,000 times (every tenth torn down mid-Broadcast) while the exporter writes; time per block, memory and files stay flat" \

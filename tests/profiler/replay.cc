@@ -12,13 +12,21 @@
 //                                                                    modulo NRANKS; one group)
 //   alltoall ID BYTES CHANNELS CALLS US[,US...]   (one group: a Send and a Recv of BYTES with
 //                                                  every other rank; US is the exchange's span)
+//   stall ID FUNC COUNT DATATYPE ALGO PROTO CHANNELS RANK[,RANK...]|*
+//                     after the collectives (and --repeat-for), the listed ranks (every rank
+//                     with *) launch one more FUNC of the comm (NCCL's next seqNumber of it):
+//                     its kernel channels start and never stop, so it stays in flight while
+//                     --hold keeps the communicator open (a stalled rank, NCCL_PILOT_STALL_S);
+//                     then its channels stop and the communicator is finalized
 // US is the kernel time of one call in microseconds, one value for every rank or one per rank;
 // calls vary by +-2% around it (--jitter; deterministically), channel c takes (1 - 0.02 c) of
 // the call (of an all-to-all, operation i starts i x 0.2% of the span late and ends with it).
 // --repeat-for replays the collectives again and again for that long, as a job keeps calling them;
-// --hold then keeps the communicators open that long (for scrapes).
+// --hold then keeps the communicators open that long (for scrapes), with the stall lines'
+// operations in flight.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -50,6 +58,22 @@ struct CollLine {
   int channels = 1;
   int calls = 1;
   std::vector<double> us;
+};
+
+/// A stall line: one more collective that stays in flight on the listed ranks.
+struct StallLine {
+  uint64_t comm = 0;
+  fakeprof::Collective base;
+  int channels = 1;
+  bool everyRank = false;
+  std::vector<int> ranks;
+};
+
+/// A launched stall line's operation: its Coll handle and its started KernelCh handles.
+struct Stalled {
+  fakeprof::Comm* comm = nullptr;
+  fakeprof::Collective coll;
+  std::vector<void*> channels;
 };
 
 /// The Send/Recv operations of one call of a p2p or alltoall line, for `rank` of `nRanks`, whose
@@ -129,6 +153,7 @@ int main(int argc, char** argv) {
   if (!in) return usage(("cannot read " + scenario).c_str());
   std::vector<CommLine> comms;
   std::vector<CollLine> colls;
+  std::vector<StallLine> stalls;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     line = line.substr(0, line.find('#'));
@@ -167,6 +192,26 @@ int main(int argc, char** argv) {
         c.us = parseTimes(times);
         if (c.us.empty()) throw std::invalid_argument("no time");
         colls.push_back(c);
+      } else if (kind == "stall") {
+        StallLine c;
+        std::string id, ranks;
+        words >> id >> c.base.func >> c.base.count >> c.base.datatype >> c.base.algo >>
+            c.base.proto >> c.channels >> ranks;
+        c.comm = std::stoull(id, nullptr, 0);
+        if (c.channels < 1 || c.channels > 64) throw std::invalid_argument("channels");
+        if (ranks == "*") {
+          c.everyRank = true;
+        } else {
+          std::stringstream list(ranks);
+          std::string item;
+          while (std::getline(list, item, ',')) {
+            size_t used = 0;
+            c.ranks.push_back(std::stoi(item, &used));
+            if (used != item.size() || c.ranks.back() < 0) throw std::invalid_argument(item);
+          }
+          if (c.ranks.empty()) throw std::invalid_argument("no rank");
+        }
+        stalls.push_back(c);
       } else {
         throw std::invalid_argument(kind);
       }
@@ -200,6 +245,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  for (const StallLine& s : stalls) {
+    if (open.find(s.comm) == open.end()) {
+      std::fprintf(stderr, "pilot_profiler_replay: stall of an undeclared comm\n");
+      return 2;
+    }
+  }
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(repeatFor);
   do {
     for (const CollLine& c : colls) {
@@ -229,7 +280,42 @@ int main(int argc, char** argv) {
     }
     if (repeatFor > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   } while (std::chrono::steady_clock::now() < until);
+  // The stall lines: the operation is enqueued, and the proxy thread starts its kernel channels
+  // (NCCL's KernelCh start, the GPU's start time) but records no stop.
+  std::vector<Stalled> stalled;
+  for (const StallLine& s : stalls) {
+    if (!s.everyRank && std::find(s.ranks.begin(), s.ranks.end(), rank) == s.ranks.end()) continue;
+    Stalled st;
+    st.comm = open[s.comm].get();
+    st.coll = s.base;
+    st.coll.seqNumber = sequence[{s.comm, st.coll.func}]++;
+    st.coll.channels = fakeprof::channelsTaking(s.channels, 1'000'000, clock);
+    clock += 1'000'000 + 5000;
+    void* h = st.comm->enqueue(st.coll);
+    if (st.comm->mask() & ncclProfileKernelCh) {
+      std::thread proxy([&] {
+        for (size_t ch = 0; ch < st.coll.channels.size(); ++ch) {
+          st.channels.push_back(st.comm->startRaw(ncclProfileKernelCh, h,
+                                                  st.coll.firstChannel + static_cast<int>(ch),
+                                                  st.coll.channels[ch].startNs));
+        }
+      });
+      proxy.join();
+    }
+    stalled.push_back(std::move(st));
+  }
   if (hold > 0) std::this_thread::sleep_for(std::chrono::duration<double>(hold));
+  // The stalled operations complete, then the communicators are finalized.
+  for (Stalled& st : stalled) {
+    std::thread proxy([&] {
+      for (size_t ch = 0; ch < st.channels.size(); ++ch) {
+        if (st.channels[ch] == nullptr) continue;
+        st.comm->recordRaw(st.channels[ch], ncclProfilerKernelChStop, st.coll.channels[ch].stopNs);
+        st.comm->stopRaw(st.channels[ch]);
+      }
+    });
+    proxy.join();
+  }
   for (auto& [id, comm] : open) comm->finalize();
   return 0;
 }

@@ -3,14 +3,17 @@
 // and closed in any order (or in none, or in a stale one), kernel channel starts with any
 // channel id and live, stopped, stale or garbage parents, stop states and stops in any order,
 // twice or never; [v5+] user groups (GroupApi) whose P2pApi a Send/Recv may name, open, stale or
-// none. For every input nothing crashes (ASan/UBSan), and once every event of every task has
-// arrived (the input is completed in NCCL's order at the end), or, for an input of odd length,
+// none; NCCL's ProxyOps under any task (live, finished, garbage), their ProxySteps, stopped once,
+// twice or never. For every input nothing crashes (ASan/UBSan), and once every event of every task
+// has arrived (the input is completed in NCCL's order at the end), or, for an input of odd length,
 // once the communicator is finalized with what is still in flight (EventPath::abandon) and the
 // rest of the events come after it:
 //   - no slot and no group entry stays in use, and only the test holds the communicator;
 //   - every task whose channels all had a GPU time is measured exactly once, per kind (after a
 //     finalize: every channel had one before it), and what comes later changes nothing;
-//   - every group that a Send/Recv joined has exactly one outcome.
+//   - every group that a Send/Recv joined has exactly one outcome;
+//   - no ProxyOp record stays open (NCCL stops each; a finalize lets go of the rest), and, when
+//     every task got a slot, nothing is left in flight in the communicator's InFlightLog.
 // A channel takes a lane the first time its id shows up, while the task has lanes left (the
 // number of channels NCCL announced); the model below predicts every handle that way.
 #include <cstdio>
@@ -72,6 +75,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto* comm = new CommMonitor(id, settings, {});
   const uint32_t inUseBefore = path->slotsInUse();
   const uint32_t groupsBefore = path->groupsInUse();
+  const uint32_t proxiesBefore = path->proxiesInUse();
+  std::vector<void*> proxies;  // ProxyOps started and not yet stopped
   std::vector<Task> tasks;
   std::vector<Group> groups;
   int open = -1;      // the group open on this thread (NCCL opens, fills and closes one at a time)
@@ -84,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t op = next();
     const uint8_t arg = next();
     Task* t = tasks.empty() ? nullptr : &tasks[arg % tasks.size()];
-    switch (op % 11) {
+    switch (op % 13) {
       case 0:    // start a collective
       case 6: {  // start a Send or Recv, in the open group, no group, or an old one
         Task n;
@@ -193,12 +198,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           openUser = -1;
         }
         break;
+      case 11:  // a ProxyOp under any task, and maybe a step of it
+        if (t != nullptr) {
+          void* p = path->startProxyOp(t->handle, arg % 70, arg % 9 - 1, arg & 1, arg % 17,
+                                       (arg & 2) != 0);
+          if (p != nullptr) {
+            if (arg & 4) path->stop(path->startProxyStep(p));
+            proxies.push_back(p);
+          }
+        }
+        break;
+      case 12:  // stop a ProxyOp (its handle kept: a second stop is stale)
+        if (!proxies.empty()) {
+          void* p = proxies[arg % proxies.size()];
+          path->stop(p);
+          if (arg & 1) path->stop(p);
+          proxies.erase(proxies.begin() + arg % proxies.size());
+        }
+        break;
       default: {  // garbage handles of every kind
         uintptr_t junk = 0;
         for (int b = 0; b < 8; ++b) junk = junk << 8 | next();
         // A value with our handles' top bytes would be one of our handles (NCCL hands back
         // only what we gave it); stale ones come from completed tasks and closed groups above.
-        if ((junk >> 56) >= 0xB7 && (junk >> 56) <= 0xBA) junk ^= uintptr_t{1} << 63;
+        if (((junk >> 56) >= 0xB7 && (junk >> 56) <= 0xBA) || (junk >> 56) == 0xB5) {
+          junk ^= uintptr_t{1} << 63;
+        }
         void* h = reinterpret_cast<void*>(junk);
         path->startKernelChannel(h, arg % 70, clock);
         path->recordKernelChannelStop(h, clock);
@@ -230,6 +255,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } else {
     // The rest of NCCL's events, in its order, so every task and group completes.
+    for (void* p : proxies) path->stop(p);
     for (Task& t : tasks) {
       bool allTimed = true;
       for (unsigned lane = 0; lane < t.channels; ++lane) {
@@ -257,6 +283,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (path->slotsInUse() != inUseBefore) die("a completed task kept its slot");
   if (path->groupsInUse() != groupsBefore) die("a completed group kept its entry");
   if (comm->references() != 1) die("a task or group kept its communicator");
+  if (path->proxiesInUse() != proxiesBefore) die("a ProxyOp record stayed open");
+  if (size % 2 == 0 && comm->skipped(Skip::NoSlot) == 0 &&
+      comm->skipped(Skip::NoSlot, TaskKind::P2p) == 0 && comm->inFlight().view().inFlight != 0) {
+    die("every task completed, yet the in-flight log waits for " +
+        std::to_string(comm->inFlight().view().inFlight));
+  }
   for (TaskKind kind : {TaskKind::Collective, TaskKind::P2p}) {
     const uint64_t want = timed[kind == TaskKind::P2p ? 1 : 0];
     if (comm->measured(kind) != want) {

@@ -116,6 +116,8 @@ class EventPath {
   uint32_t sweepGroups() { return groups_.sweepExitedThreads(); }
   /// Slots holding a collective or Send/Recv now (started and not yet released).
   uint32_t slotsInUse() const;
+  /// ProxyOp records open now (ProxyTable::kRecords at most).
+  uint32_t proxiesInUse() const { return proxies_.inUse(); }
   /// Groups holding Send/Recv operations now (GroupTable::kEntries at most).
   uint32_t groupsInUse() const { return groups_.inUse(); }
   uint32_t capacity() const { return capacity_.load(std::memory_order_acquire); }

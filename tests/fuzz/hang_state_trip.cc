@@ -10,18 +10,14 @@
 #include "fuzz_support.h"
 #include "hang/state_file.h"
 #include "hang_oracle.h"
-#include "host_facts.h"
 #include "pilot/metrics/state_file.h"
+#include "profiler_facts.h"
 
 namespace fuzz {
 namespace {
 
 using namespace pilot::metrics;
 namespace hang = pilot::cli::hang;
-
-std::string name(FuzzedDataProvider& in, size_t most) {
-  return detail::printableName(in.ConsumeRandomLengthString(most).c_str());
-}
 
 LaunchCount counts(FuzzedDataProvider& in) {
   LaunchCount c;
@@ -56,11 +52,7 @@ OperationView op(FuzzedDataProvider& in, int nRanks, uint64_t nowNs) {
 StateComm comm(FuzzedDataProvider& in) {
   StateComm c;
   CommIdentity& id = c.identity;
-  id.commId = in.ConsumeIntegral<uint64_t>();
-  id.name = name(in, 40);
-  id.nRanks = in.ConsumeIntegralInRange(1, 1 << 20);
-  id.rank = in.ConsumeIntegralInRange(0, id.nRanks - 1);
-  id.nNodes = in.ConsumeIntegralInRange(1, id.nRanks);
+  commFacts(in, &id);
   LiveState& l = c.live;
   InFlightView& v = l.view;
   l.nowNs = in.ConsumeIntegral<uint64_t>();

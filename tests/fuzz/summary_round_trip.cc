@@ -7,11 +7,11 @@
 #include <cmath>
 
 #include "fuzz_support.h"
-#include "host_facts.h"
 #include "monitor/summary_reader.h"
 #include "pilot/calibration/metrics_summary.h"
 #include "pilot/core/fabric.h"
 #include "pilot/metrics/summary.h"
+#include "profiler_facts.h"
 #include "summary_oracle.h"
 
 namespace fuzz {
@@ -19,10 +19,6 @@ namespace {
 
 using namespace pilot::metrics;
 using pilot::calibration::CallRecord;
-
-std::string name(FuzzedDataProvider& in, size_t most) {
-  return detail::printableName(in.ConsumeRandomLengthString(most).c_str());
-}
 
 std::string decision(FuzzedDataProvider& in) {
   return in.ConsumeBool() ? "NCCL"
@@ -62,11 +58,7 @@ KeyReport key(FuzzedDataProvider& in) {
 CommReport comm(FuzzedDataProvider& in) {
   CommReport c;
   CommIdentity& id = c.identity;
-  id.commId = in.ConsumeIntegral<uint64_t>();
-  id.name = name(in, 40);
-  id.nRanks = in.ConsumeIntegralInRange(1, 1 << 20);
-  id.rank = in.ConsumeIntegralInRange(0, id.nRanks - 1);
-  id.nNodes = in.ConsumeIntegralInRange(1, id.nRanks);
+  commFacts(in, &id);
   id.abiVersion = in.ConsumeIntegralInRange(4, 6);
   id.gpu = in.ConsumeBool() ? "unknown" : "GPU" + std::to_string(in.ConsumeIntegral<uint8_t>());
   if (in.ConsumeBool())

@@ -66,14 +66,15 @@ uint64_t InFlightLog::launch(Operation op, uint64_t bytes, int peer, unsigned ch
   }
   const uint64_t ordinal = bump(launched_) + 1;
   Entry& e = ring_[ordinal % kRing];
+  // A small seqlock: the ordinal goes to 0 first; each field is a release store, so none is
+  // seen before that 0; the new ordinal last. (No fences: TSan does not model them.)
   e.ordinal.store(0, kRelaxed);
-  std::atomic_thread_fence(kRelease);  // a reader that sees the new fields sees the 0 first
-  e.what.store(packWhat(op, channels, peer, channels == 0), kRelaxed);
-  e.seq.store(seq, kRelaxed);
-  e.bytes.store(bytes, kRelaxed);
-  e.launchNs.store(nowNs, kRelaxed);
-  e.started.store(0, kRelaxed);
-  e.stopped.store(0, kRelaxed);
+  e.what.store(packWhat(op, channels, peer, channels == 0), kRelease);
+  e.seq.store(seq, kRelease);
+  e.bytes.store(bytes, kRelease);
+  e.launchNs.store(nowNs, kRelease);
+  e.started.store(0, kRelease);
+  e.stopped.store(0, kRelease);
   e.ordinal.store(ordinal, kRelease);
   return ordinal;
 }
@@ -105,17 +106,17 @@ void InFlightLog::complete(uint64_t ordinal, uint64_t nowNs) {
 bool InFlightLog::read(uint64_t ordinal, OperationView* out) const {
   const Entry& e = ring_[ordinal % kRing];
   if (e.ordinal.load(kAcquire) != ordinal) return false;
-  const uint64_t what = e.what.load(kRelaxed);
+  // Acquire loads: the second look at the ordinal comes after them.
+  const uint64_t what = e.what.load(kAcquire);
   out->ordinal = ordinal;
   out->op = static_cast<Operation>(what & 0xff);
   out->channels = static_cast<unsigned>((what >> 8) & 0xff);
   out->peer = static_cast<int>((what >> 16) & 0xffffffff) - 1;
-  out->seq = e.seq.load(kRelaxed);
-  out->bytes = e.bytes.load(kRelaxed);
-  out->launchNs = e.launchNs.load(kRelaxed);
-  out->started = e.started.load(kRelaxed);
-  out->stopped = e.stopped.load(kRelaxed);
-  std::atomic_thread_fence(kAcquire);
+  out->seq = e.seq.load(kAcquire);
+  out->bytes = e.bytes.load(kAcquire);
+  out->launchNs = e.launchNs.load(kAcquire);
+  out->started = e.started.load(kAcquire);
+  out->stopped = e.stopped.load(kAcquire);
   // Rewritten meanwhile (kRing launches later): the fields may mix two operations.
   return e.ordinal.load(kRelaxed) == ordinal && static_cast<int>(out->op) < kNumOperations &&
          (what & kDoneAtLaunch) == 0;

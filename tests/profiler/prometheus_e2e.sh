@@ -34,7 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Seven free ports, distinct: each socket stays bound until all are picked (one at a time, the
+# Nine free ports, distinct: each socket stays bound until all are picked (one at a time, the
 # kernel may hand out a port it just gave back).
 free_ports() {
   python3 -c 'import socket, sys
@@ -42,11 +42,12 @@ s = [socket.socket() for _ in range(int(sys.argv[1]))]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*(x.getsockname()[1] for x in s))' "$1"
 }
-read -ra ports <<<"$(free_ports 7)"
+read -ra ports <<<"$(free_ports 9)"
 lib_port=${ports[0]}
 exporter_port=${ports[1]}
 prometheus_port=${ports[2]}
-rank_ports=("${ports[@]:3}")
+rank_ports=("${ports[@]:3:4}")
+stuck_ports=("${ports[@]:7:2}")
 mkdir -p "$work/textfile"
 
 cat >"$work/scenario" <<'SCENARIO'
@@ -83,6 +84,25 @@ for rank in 0 1 2 3; do
   pids+=($!)
 done
 
+# A stalled communicator of two rank processes: both complete 40 all-reduces, then rank 0
+# launches the 41st, whose kernels start and never stop, while rank 1 never launches it. With a
+# stall threshold of 2 s, rank 0 says it is stalled (the series and NcclPilotCommStalled) and
+# rank 1 is the rank behind (NcclPilotRankBehind): both alerts pending (they fire after a
+# minute).
+cat >"$work/stuck.scenario" <<'SCENARIO'
+comm 0x5a11 stuck 2 1
+coll 0x5a11 AllReduce 262144 ncclFloat32 RING SIMPLE 4 40 100
+stall 0x5a11 AllReduce 262144 ncclFloat32 RING SIMPLE 4 0
+SCENARIO
+for rank in 0 1; do
+  env -u LOCAL_RANK -u SLURM_LOCALID -u OMPI_COMM_WORLD_LOCAL_RANK -u MPI_LOCALRANKID \
+    NCCL_PILOT_METRICS=1 NCCL_PILOT_METRICS_INTERVAL_S=1 NCCL_PILOT_STALL_S=2 \
+    NCCL_PILOT_METRICS_PORT="${stuck_ports[rank]}" SLURM_JOB_ID=e2e \
+    "$replay" --module "$module" --scenario "$work/stuck.scenario" --rank "$rank" \
+    --hold 150 >"$work/stuck-$rank.log" 2>&1 &
+  pids+=($!)
+done
+
 # The library's own textfile, once it holds the collectives (written every second).
 prom=""
 for _ in $(seq 1 100); do
@@ -105,7 +125,7 @@ prometheus-node-exporter --web.listen-address="127.0.0.1:$exporter_port" \
   --collector.disable-defaults --collector.textfile \
   --collector.textfile.directory="$work/textfile" >"$work/node-exporter.log" 2>&1 &
 pids+=($!)
-rank_targets=$(printf '"127.0.0.1:%s",' "${rank_ports[@]}")
+rank_targets=$(printf '"127.0.0.1:%s",' "${rank_ports[@]}" "${stuck_ports[@]}")
 cat >"$work/prometheus.yml" <<CONFIG
 global:
   scrape_interval: 1s
@@ -216,10 +236,14 @@ CHECK
 
 # Every dashboard panel's query and every rule against this Prometheus; and the rules' join of
 # the four ranks above names rank 2 as the late arriver (15% ahead of the median) and the
-# all-reduces' drift: their alerts are pending (they fire after 30 minutes).
+# all-reduces' drift: their alerts are pending (they fire after 30 minutes). Of the stalled
+# communicator, rank 0 is stalled and rank 1 behind by one all-reduce (pending too).
 python3 "$src/tests/profiler/dashboard_check.py" --prometheus "http://127.0.0.1:$prometheus_port" \
   --dashboard "$src/examples/grafana/nccl-pilot-dashboard.json" \
   --rules "$src/examples/prometheus/rules.yml" --timeout 60 \
   --expect 'comm_collective_size:nccl_pilot_comm_late_arriver:lead_ratio{comm="0xda7a",rank="2"} > 0.1' \
   --expect 'ALERTS{alertname="NcclPilotLateArriver",comm="0xda7a",rank="2"}' \
-  --expect 'ALERTS{alertname="NcclPilotDrift",comm="0xda7a",collective="AllReduce"}'
+  --expect 'ALERTS{alertname="NcclPilotDrift",comm="0xda7a",collective="AllReduce"}' \
+  --expect 'nccl_pilot_comm_stalled{comm="0x5a11",rank="0"} == 1' \
+  --expect 'ALERTS{alertname="NcclPilotCommStalled",comm="0x5a11",rank="0"}' \
+  --expect 'ALERTS{alertname="NcclPilotRankBehind",comm="0x5a11",rank="1"}'

@@ -2,7 +2,10 @@
 
 Starts from a real recorded run (recorded/h200-nccl2.28.9-4ranks, all checks pass), changes one
 piece of evidence the way a broken library or NCCL would, and asserts that exactly the check
-covering it fails. PILOT_BUILD names the build tree whose nccl-pilot computes the expectations.
+covering it fails. The metrics and hang phases, which that recording predates, are built here
+(synthesize_metrics_phase, synthesize_hang_phase: files the built library and nccl-pilot write
+on the fake NCCL, not recordings). PILOT_BUILD names the build tree whose nccl-pilot computes the
+expectations and whose fake-NCCL tools build those phases.
 
 Usage: PILOT_BUILD=build python3 -m unittest tests/gpu/check_test.py
 """
@@ -14,11 +17,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent
 RECORDED = HERE / "recorded"
 BUILD = pathlib.Path(os.environ.get("PILOT_BUILD", "build")).resolve()
+sys.path.insert(0, str(HERE))
+import metrics_check  # noqa: E402  (this folder's)
 
 
 def run(*args):
@@ -471,6 +477,289 @@ class ExplorePhase(unittest.TestCase):
         t = self.summary({("RING", "LL"): 1, ("TREE", "LL"): 1})
         self.assertIn("calibration lines differ",
                       self.verdict([cells, cells], [t, self.summary({("RING", "LL"): 2})])["evidence"])
+
+
+HANG_STALL_S = 3  # NCCL_PILOT_STALL_S, as run.sh's hang phase
+HANG_PROBE_S = 6  # the probe's time into each pause (run.sh: 8 s into the late one, 6 s stopped)
+HANG_HOLD_S = 8  # how long the fake job holds each pause
+# hang_rank.py's plan: all-reduces #0-9, the late #10, #11-20, the stopped #21 (then 5 more).
+HANG_LATE_SEQ, HANG_STOP_SEQ = 10, 21
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def children(pid):
+    """[(pid, state)] of the processes whose parent is `pid` (/proc/PID/stat)."""
+    kids = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            kids.append((int(stat.parent.name), fields[0]))
+    return kids
+
+
+def poll(what, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = what()
+        if got:
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"{what.__name__}: not within {seconds} s")
+
+
+def synthesize_hang_phase(root):
+    """A "hang" phase for these tests, not a GPU recording. NCCL's part is the recorded baseline
+    phase (NCCL's Socket transport, as the hang phase runs it) with the lines our profiler adds:
+    its load lines and each waiting rank's stall WARN, written here in the format of
+    metrics/src/runtime.cc. The rest is real: the fake NCCL's hang job (pilot_profiler_hang_job:
+    a rank process each, loading the built profiler) stuck both ways with NCCL_PILOT_STALL_S=3 (a
+    rank that has not launched AllReduce #10, and one SIGSTOPped in AllReduce #21, its 22nd,
+    whose files are the phase's metrics/), the built `nccl-pilot hang` run during each pause as
+    run.sh's driver runs it, and driver.log with what was seen when: the stopped process found
+    stopped in /proc, the never-launching one's pid from its state file. The ranks' results are
+    hang_rank.py's for that plan, every all-reduce exact."""
+    run_json = root / "run.json"
+    run_info = json.loads(run_json.read_text(encoding="utf-8"))
+    ranks, target = run_info["ranks"], 1
+    phase = root / "hang"
+    phase.mkdir()
+    shutil.copy(root / "baseline" / "exit-codes", phase / "exit-codes")
+    late_dir = root.parent / f"{root.name}-late-job"
+    job, module = BUILD / "bin" / "pilot_profiler_hang_job", BUILD / "lib" / \
+        "libnccl-profiler-pilot.so"
+    started = {}
+    for name, scenario, calls, metrics in (("late", "never-launch", HANG_LATE_SEQ, late_dir),
+                                           ("stop", "sigstop", HANG_STOP_SEQ, phase / "metrics")):
+        metrics.mkdir(parents=True)
+        env = dict(os.environ, NCCL_PILOT_METRICS_DIR=str(metrics),
+                   NCCL_PILOT_STALL_S=str(HANG_STALL_S))
+        started[name] = (subprocess.Popen(
+            [str(job), "--module", str(module), "--scenario", scenario, str(target), "--ranks",
+             str(ranks), "--calls", str(calls), "--hold", str(HANG_HOLD_S)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), metrics)
+    log = [f"{now_ms()} stall_s {HANG_STALL_S}"]
+    stuck = {}
+    for name, (process, _) in started.items():
+        line = process.stdout.readline()
+        if "stuck" not in line:
+            raise AssertionError(f"the {name} job never got stuck: {line}"
+                                 + process.stdout.read())
+        stuck[name] = now_ms()
+    process = started["stop"][0]
+
+    def stopped_child():
+        return [pid for pid, state in children(process.pid) if state == "T"]
+
+    stopped = poll(stopped_child, 5)[0]
+    log.append(f"{stuck['stop']} stop {stopped}")
+
+    def late_rank_pid():
+        for path in late_dir.glob("*.state.json"):
+            state = json.loads(path.read_text(encoding="utf-8"))
+            if any(c["rank"] == target for c in state["comms"]):
+                return state["pid"]
+        return None
+
+    for name in ("late", "stop"):
+        left = stuck[name] + HANG_PROBE_S * 1000 - now_ms()
+        time.sleep(max(0, left) / 1000)
+        if name == "late":
+            log.append(f"{stuck['late']} late {poll(late_rank_pid, 2)}")
+        metrics = started[name][1]
+        log.append(f"{now_ms()} probe {name} begin")
+        done = run(BUILD / "bin" / "nccl-pilot", "hang", metrics, "--json")
+        log.append(f"{now_ms()} probe {name} end {done.returncode}")
+        (phase / f"hang-{name}.json").write_text(done.stdout, encoding="utf-8")
+        (phase / f"hang-{name}.err").write_text(done.stderr, encoding="utf-8")
+        text = run(BUILD / "bin" / "nccl-pilot", "hang", metrics)
+        (phase / f"hang-{name}.txt").write_text(text.stdout + text.stderr, encoding="utf-8")
+
+    def continued():
+        return stopped not in stopped_child()
+
+    poll(continued, HANG_HOLD_S + 10)
+    cont = now_ms()
+    log.append(f"{cont} cont {stopped}")
+    ended = {}
+    for name, (process, _) in started.items():
+        out = process.communicate(timeout=60)[0]
+        if process.returncode != 0:
+            raise AssertionError(f"the {name} job failed: {out}")
+        ended[name] = now_ms()
+    log.sort(key=lambda line: int(line.split()[0]))
+    (phase / "driver.log").write_text("\n".join(log) + "\n", encoding="utf-8")
+
+    summaries, _ = metrics_check.read_summaries(phase / "metrics")
+    late_s = (ended["late"] - stuck["late"]) / 1000
+    waited = {HANG_LATE_SEQ: late_s, HANG_STOP_SEQ: (cont - stuck["stop"]) / 1000}
+    for rank in range(ranks):
+        result = {"rank": rank, "world": ranks, "pid": summaries[rank]["comms"][0]["pid"],
+                  "bytes": 4 << 20,
+                  "plan": {"target": target, "late_seq": HANG_LATE_SEQ,
+                           "stop_seq": HANG_STOP_SEQ, "late_s": late_s,
+                           "all_reduces": HANG_STOP_SEQ + 1},
+                  "all_reduces": [{"seq": seq, "wrong": None, "s": waited.get(seq, 0.001)}
+                                  for seq in range(HANG_STOP_SEQ + 1)],
+                  "errors": [], "finished": True}
+        if rank == target:
+            result["slept_ms"] = [stuck["late"], ended["late"]]
+        (phase / f"rank{rank}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+        text = (root / "baseline" / f"rank{rank}.nccl.log").read_text(encoding="utf-8")
+        text += ("h:1:1 [0] NCCL INFO PROFILER/Plugin: Loaded Pilot (v5)\n"
+                 "h:1:1 [0] NCCL INFO PROFILER/Pilot: measuring collectives (files in metrics, "
+                 "every 30 s)\n")
+        if rank != target:
+            for seq in (HANG_LATE_SEQ, HANG_STOP_SEQ):
+                text += (f"h:1:1 [0] NCCL WARN PROFILER/Pilot: stall: comm 0x4a4e6 (dp) rank "
+                         f"{rank} of {ranks}: AllReduce #{seq} (4M) launched 3 s ago, nothing "
+                         "completed on this communicator for 3 s; 2 of 2 kernel channels still "
+                         "running (peers that never joined, or the network). Which rank: "
+                         "nccl-pilot hang metrics\n")
+        (phase / f"rank{rank}.nccl.log").write_text(text, encoding="utf-8")
+    run_info["phases"] += ",hang"
+    run_json.write_text(json.dumps(run_info, indent=1), encoding="utf-8")
+
+
+class HangPhase(RecordedRunCase):
+    """hang_check on a synthesized hang phase (synthesize_hang_phase: the fake NCCL's job stuck
+    both ways and the built nccl-pilot hang run during each pause; NCCL's lines from the recorded
+    baseline phase)."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        synthesize_hang_phase(cls.good)
+
+    def edit_json(self, relative, change):
+        path = self.dir / relative
+        obj = json.loads(path.read_text(encoding="utf-8"))
+        change(obj)
+        path.write_text(json.dumps(obj), encoding="utf-8")
+
+    def edit_event(self, event, change):
+        """driver.log's line `event` (its words after the time) with its time changed."""
+        path = self.dir / "hang" / "driver.log"
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            ms, rest = line.split(" ", 1)
+            if rest.startswith(event):
+                lines[i] = f"{change(int(ms))} {rest}"
+                break
+        else:
+            raise AssertionError(f"no {event} in driver.log")
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def test_the_hang_phase_passes_on_what_the_library_and_nccl_pilot_wrote(self):
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        for check in ("shutdown", "separate-hosts", "network", "profiler", "hang-late",
+                      "hang-stopped", "hang-results", "hang-warn", "warnings"):
+            self.assertRegex(out, rf"PASS hang +{check} ")
+        self.assertRegex(out, r"PASS hang +hang-late +\d+\.\d s into the \d+\.\d s pause "
+                         r"nccl-pilot hang exited 1: comm 0x4a4e6 AllReduce #10 stalled "
+                         r"\d+\.\d s, not_launched \[1\] \(pid \d+\), stuck \[0, 2, 3\], "
+                         r"suspects \[1\]: rank 1 never launched")
+        self.assertRegex(out, r"PASS hang +hang-stopped .*AllReduce #21 stalled .*frozen \[1\]")
+        self.assertIn("all 22 all-reduces exact on every rank, the two paused ones included",
+                      out)
+        self.assertIn("each of the 3 waiting ranks logged one stall WARN per pause (6 in all)",
+                      out)
+
+    def test_a_stopped_rank_taken_for_one_that_never_launched(self):
+        def change(verdict):
+            stall = verdict["stalls"][0]
+            stall["frozen"], stall["not_launched"] = [], [1]
+        self.edit_json("hang/hang-stop.json", change)
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-stopped"])
+        self.assertIn("not_launched [1], want []; frozen [], want [1]", out)
+
+    def test_a_verdict_that_suspects_everyone(self):
+        self.edit_json("hang/hang-late.json",
+                       lambda v: v["stalls"][0].update(suspects=[0, 1, 2, 3]))
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-late"])
+        self.assertIn("suspects [0, 1, 2, 3], want [1]", out)
+
+    def test_a_probe_that_saw_no_stall(self):
+        self.edit_json("hang/hang-late.json", lambda v: v.update(stalls=[]))
+        self.edit(pathlib.Path("hang/driver.log"), r"probe late end 1", "probe late end 0")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-late"])
+        self.assertIn("nccl-pilot hang exited 0, not 1 (stalled); hang-late.json: 0 stalled",
+                      out)
+
+    def test_the_wrong_all_reduce(self):
+        self.edit_json("hang/hang-stop.json", lambda v: v["stalls"][0].update(seq=20))
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-stopped"])
+        self.assertIn("seq 20, want 21", out)
+
+    def test_another_process_than_the_stopped_one(self):
+        self.edit(pathlib.Path("hang/driver.log"), r"stop (\d+)", r"stop 1\1")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-stopped"])
+        self.assertRegex(out, r"rank 1's row is pid (\d+), the target was pid 1\1")
+
+    def test_a_probe_after_the_pause(self):
+        self.edit_event("cont", lambda ms: ms - 3000)  # continued before the probe ended
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-stopped"])
+        self.assertRegex(out, r"the probe ran \d+\.\d to \d+\.\d s into a pause of \d+\.\d s "
+                         r"\(want from 3 s, the stall threshold, to its end\)")
+
+    def test_a_probe_before_the_stall_threshold(self):
+        self.edit_json("hang/rank1.json", lambda r: r.update(
+            slept_ms=[r["slept_ms"][0] + 4000, r["slept_ms"][1]]))
+        failed, _ = self.failures()
+        self.assertEqual(failed, ["hang hang-late"])
+
+    def test_a_driver_that_gave_up(self):
+        (self.dir / "hang" / "hang-stop.json").unlink()
+        path = self.dir / "hang" / "driver.log"
+        lines = [l for l in path.read_text(encoding="utf-8").splitlines()
+                 if " probe stop " not in l and " cont " not in l]
+        lines.append(f"{lines[-1].split()[0]} gave up: could not stop 4242")
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-stopped"])
+        self.assertIn("the driver ran no probe of the stop pause; gave up: could not stop", out)
+
+    def test_a_wrong_result_after_the_pause(self):
+        self.edit_json("hang/rank2.json",
+                       lambda r: r["all_reduces"][21].update(wrong="1 wrong element(s)"))
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-results"])
+        self.assertIn("rank 2 all-reduce #21: 1 wrong element(s)", out)
+
+    def test_an_all_reduce_the_profiler_did_not_count(self):
+        summary = next((self.dir / "hang" / "metrics").glob("*.jsonl"))
+        self.edit(summary.relative_to(self.dir), r'("collective":"AllReduce"[^\n]*?"calls":)22',
+                  r"\g<1>21")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-results"])
+        self.assertRegex(out, r"rank \d: the profiler counted 21 AllReduce of 4194304 bytes, "
+                         r"it ran 22")
+
+    def test_a_waiting_rank_that_did_not_warn(self):
+        self.edit("hang/rank2.nccl.log",
+                  r".*stall: comm \S+ \(dp\) rank 2 of 4: AllReduce #21 .*\n", "")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang hang-warn"])
+        self.assertIn("rank 2: 0 stall WARNs of AllReduce #21, want 1", out)
+
+    def test_another_warn_of_ours(self):
+        with open(self.dir / "hang" / "rank0.nccl.log", "a", encoding="utf-8") as log:
+            log.write("h:1:1 [0] NCCL WARN PROFILER/Pilot: cannot write metrics/x.state.json\n")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["hang warnings"])
+        self.assertIn("1 WARN from us, first: PROFILER/Pilot: cannot write", out)
 
 
 class RecordedFailure(unittest.TestCase):

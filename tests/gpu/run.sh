@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU validation with the real NCCL: several ranks as separate processes on one machine (one
 # GPU is enough), each with its own NCCL_HOSTID, so NCCL treats every rank as another host and
-# must move all data through the network plugin. Five phases, each a full sweep of all-reduce,
-# all-gather and reduce-scatter with exact result checks:
+# must move all data through the network plugin. Seven phases, all but hang a full sweep of
+# all-reduce, all-gather and reduce-scatter with exact result checks:
 #   baseline   NCCL's own Socket transport, no plugins: proves the NCCL_HOSTID setup works and
 #              records NCCL's default decisions
 #   pilot      our net plugin (NCCL_NET=Pilot, so a failure to load is fatal) and our tuner
@@ -18,6 +18,11 @@
 #   explore    NCCL's Socket transport, tuner and profiler from the net plugin's library (one
 #              copy, as by default), NCCL_PILOT_TUNER_EXPLORE=0.25: every rank must run the same
 #              cell on every call, and the cells exploration selected
+#   hang       NCCL's Socket transport and our profiler alone (NCCL_PILOT_STALL_S=3), 1 MiB
+#              all-reduces (hang_rank.py, not the sweep): rank 1 calls one 15 s late, and is
+#              stopped (SIGSTOP) for 10 s in another while the others wait; run.sh runs
+#              `nccl-pilot hang` during each pause (drive_hang), which must name rank 1; every
+#              result exact. About 40 s (an estimate: not yet run on a GPU)
 # then tests/gpu/check.py prints one PASS/FAIL line per check with its evidence and writes
 # summary.json. Everything lands in the output folder. docs/validation.md explains each check.
 #
@@ -29,7 +34,8 @@
 #   --dry-run  no GPU: copy a recorded run (logs and results of a real one) and check it with the
 #              expectations the built CLI computes now (what CI runs)
 # Defaults: --out gpu-validation --build build --ranks 4 --gpus 1 --sizes 1K,8K,64K,512K,4M,16M
-#           --iters 3 --phases baseline,pilot,tuned,topo-only,metrics,explore --phase-timeout 60
+#           --iters 3 --phases baseline,pilot,tuned,topo-only,metrics,explore,hang
+#           --phase-timeout 60 (the hang phase gets its 25 s of pauses on top)
 # Needs: the built libnccl-net-pilot.so, libnccl-tuner-pilot.so, libnccl-profiler-pilot.so and
 # nccl-pilot (BUILD/lib, BUILD/bin); for a real run python3 with PyTorch and its NCCL, and a GPU.
 set -euo pipefail
@@ -41,7 +47,7 @@ ranks=4
 gpus=1
 sizes=1K,8K,64K,512K,4M,16M
 iters=3
-phases=baseline,pilot,tuned,topo-only,metrics,explore
+phases=baseline,pilot,tuned,topo-only,metrics,explore,hang
 python=${PYTHON:-python3}
 phase_timeout=60
 dry_run=""
@@ -74,7 +80,9 @@ done
 [[ $iters =~ ^[0-9]+$ && $iters -ge 1 ]] || die "--iters takes a positive number"
 [[ $phase_timeout =~ ^[0-9]+$ && $phase_timeout -ge 10 ]] || die "--phase-timeout takes >= 10"
 for phase in ${phases//,/ }; do
-  case $phase in baseline | pilot | tuned | topo-only | metrics | explore) ;; *) die "unknown phase '$phase'" ;; esac
+  case $phase in baseline | pilot | tuned | topo-only | metrics | explore | hang) ;;
+  *) die "unknown phase '$phase'" ;;
+  esac
 done
 
 # Nothing from the caller's environment may steer NCCL or our library in this run.
@@ -168,6 +176,76 @@ for coll in allreduce allgather reducescatter; do
     die "nccl-pilot explain failed for $coll"
 done
 
+# The hang phase's pauses (hang_rank.py) and when its driver looks: rank 1 calls one all-reduce
+# hang_late_s late and is stopped hang_stop_s in another; `nccl-pilot hang` runs
+# hang_probe_late_s into the first pause and hang_probe_stop_s into the second: past the stall
+# threshold and the 3 s after which a stopped rank's state file is overdue (next_due_ms, a
+# second after its last write, plus hang's 2 s of grace), well before the pause ends.
+hang_stall_s=3 hang_late_s=15 hang_stop_s=10 hang_probe_late_s=8 hang_probe_stop_s=6
+
+now_ms() { date +%s%3N; }
+sleep_until_ms() { # UNIX_MS
+  local left=$(($1 - $(now_ms)))
+  if ((left > 0)); then sleep "$((left / 1000)).$(printf %03d $((left % 1000)))"; fi
+}
+wait_file() { # FILE SECONDS: fails if FILE did not appear in time
+  local deadline=$((SECONDS + $2))
+  until [[ -f $1 ]]; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.05
+  done
+}
+
+# The hang phase's driver, while its ranks run: waits for rank 1's markers in DIR/control, runs
+# `nccl-pilot hang DIR/metrics` during each pause (DIR/hang-{late,stop}.json, .err, and .txt, the
+# text form right after), stops and continues rank 1, and logs each step with its time (unix ms,
+# the state files' clock) in DIR/driver.log, which hang_check.py reads.
+hang_log() { # DIR WORDS...
+  local dir=$1
+  shift
+  echo "$(now_ms) $*" >>"$dir/driver.log"
+}
+hang_probe() { # DIR NAME
+  local rc=0
+  hang_log "$1" "probe $2 begin"
+  "$cli" hang "$1/metrics" --json >"$1/hang-$2.json" 2>"$1/hang-$2.err" || rc=$?
+  hang_log "$1" "probe $2 end $rc"
+  "$cli" hang "$1/metrics" >"$1/hang-$2.txt" 2>&1 || true
+}
+hang_marker() { # DIR NAME: "PID UNIX_MS" of rank 1's marker, once it is there
+  local pid since
+  wait_file "$1/control/$2" "$phase_timeout" || return 1
+  read -r pid since <"$1/control/$2" || return 1
+  [[ $pid =~ ^[0-9]+$ && $since =~ ^[0-9]+$ ]] || return 1
+  echo "$pid $since"
+}
+drive_hang() { # DIR
+  local dir=$1 marker pid since
+  hang_log "$dir" "stall_s $hang_stall_s"
+  if marker=$(hang_marker "$dir" late); then
+    read -r pid since <<<"$marker"
+    hang_log "$dir" "late $pid"
+    sleep_until_ms $((since + hang_probe_late_s * 1000))
+    hang_probe "$dir" late
+  else
+    hang_log "$dir" "gave up: no control/late within $phase_timeout s"
+  fi
+  if ! marker=$(hang_marker "$dir" stop-me); then
+    hang_log "$dir" "gave up: no control/stop-me within $phase_timeout s"
+  elif read -r pid _ <<<"$marker" && kill -STOP "$pid"; then
+    since=$(now_ms)
+    hang_log "$dir" "stop $pid"
+    : >"$dir/control/stopped"
+    sleep_until_ms $((since + hang_probe_stop_s * 1000))
+    hang_probe "$dir" stop
+    sleep_until_ms $((since + hang_stop_s * 1000))
+    kill -CONT "$pid" || true
+    hang_log "$dir" "cont $pid"
+  else
+    hang_log "$dir" "gave up: could not stop $pid"
+  fi
+}
+
 run_phase() { # PHASE
   local phase=$1 dir=$out/$1 port r
   local -a common=(
@@ -202,20 +280,39 @@ run_phase() { # PHASE
     mode=(NCCL_PILOT_TRANSPORT=none NCCL_NET_PLUGIN="$net_lib" NCCL_PILOT_TUNER_EXPLORE=0.25
       NCCL_PILOT_METRICS_DIR="$dir/metrics" NCCL_PILOT_METRICS_INTERVAL_S=5)
     ;;
+  hang)
+    # Our profiler alone, on NCCL's own transport, as a job that only wants the forensics; the
+    # export interval stays at its default (30 s): an idle rank's state is due every 30 s, one
+    # with an operation in flight every second, as in a real job.
+    mode=(NCCL_NET=Socket NCCL_NET_PLUGIN=none NCCL_TUNER_PLUGIN=none
+      NCCL_PROFILER_PLUGIN="$profiler_lib" NCCL_PILOT_METRICS_DIR="$dir/metrics"
+      NCCL_PILOT_STALL_S="$hang_stall_s" PILOT_GPU_HANG_LATE_S="$hang_late_s")
+    ;;
   esac
   mkdir -p "$dir"
   port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  local -a pids=()
-  local begin=$SECONDS
+  local -a pids=() worker
+  local begin=$SECONDS limit=$phase_timeout
+  if [[ $phase == hang ]]; then
+    limit=$((phase_timeout + hang_late_s + hang_stop_s))
+    mkdir -p "$dir/control"
+  fi
   for ((r = 0; r < ranks; r++)); do
+    if [[ $phase == hang ]]; then
+      worker=("$here/hang_rank.py" "$r" "$ranks" "$port" "$dir/rank$r.json" "$gpus"
+        "$dir/control")
+    else
+      worker=("$here/rank.py" "$r" "$ranks" "$port" "$byte_sizes" "$iters" "$dir/rank$r.json"
+        "$gpus")
+    fi
     env "${common[@]}" "${mode[@]}" \
       NCCL_HOSTID="pilot-validation-host-$r" \
       NCCL_DEBUG_FILE="$dir/rank$r.nccl.log" \
       NCCL_PILOT_TOPO_DUMP="$dir/rank$r.pilot-topo.xml" \
-      timeout -k 10 "$phase_timeout" "$python" "$here/rank.py" "$r" "$ranks" "$port" \
-      "$byte_sizes" "$iters" "$dir/rank$r.json" "$gpus" >"$dir/rank$r.out" 2>&1 &
+      timeout -k 10 "$limit" "$python" "${worker[@]}" >"$dir/rank$r.out" 2>&1 &
     pids+=($!)
   done
+  if [[ $phase == hang ]]; then drive_hang "$dir"; fi
   : >"$dir/exit-codes"
   for ((r = 0; r < ranks; r++)); do
     local code=0

@@ -273,6 +273,9 @@ void renderKeys(std::string* out, const ProcessReport& p) {
 }
 
 void renderProcess(std::string* out, const ProcessReport& p) {
+  // The process-wide series carry the pid: the ranks of a node write one textfile each into
+  // one node_exporter directory, which drops a series another file already had.
+  const std::string pid = std::to_string(p.pid);
   for (const bool pointToPoint : {false, true}) {
     const char* name =
         pointToPoint ? "nccl_pilot_profiler_p2p_events_total" : "nccl_pilot_profiler_events_total";
@@ -309,45 +312,45 @@ void renderProcess(std::string* out, const ProcessReport& p) {
              "was let go of at its communicator's finalize), and groups whose stop never came "
              "(group_left_open: closed at their thread's next group, or after it exited)");
     f.sample("nccl_pilot_profiler_orphan_events_total",
-             labelText({{"node", p.node}, {"reason", "foreign"}}),
+             labelText({{"node", p.node}, {"pid", pid}, {"reason", "foreign"}}),
              number(p.orphans[static_cast<int>(Orphan::Foreign)]));
     f.sample("nccl_pilot_profiler_orphan_events_total",
-             labelText({{"node", p.node}, {"reason", "stale"}}),
+             labelText({{"node", p.node}, {"pid", pid}, {"reason", "stale"}}),
              number(p.orphans[static_cast<int>(Orphan::Stale)]));
     f.sample("nccl_pilot_profiler_orphan_events_total",
-             labelText({{"node", p.node}, {"reason", "group_left_open"}}),
+             labelText({{"node", p.node}, {"pid", pid}, {"reason", "group_left_open"}}),
              number(p.orphans[static_cast<int>(Orphan::GroupLeftOpen)]));
   }
   {
     Family f(out, "nccl_pilot_profiler_communicators", "gauge",
              "Communicators measured now (their series are in this file until their finalize)");
-    f.sample("nccl_pilot_profiler_communicators", labelText({{"node", p.node}}),
+    f.sample("nccl_pilot_profiler_communicators", labelText({{"node", p.node}, {"pid", pid}}),
              number(p.communicators.live));
   }
   {
     Family f(out, "nccl_pilot_profiler_communicators_finished_total", "counter",
              "Communicators finalized since the process started (the summary keeps their "
              "figures, folded per name and shape)");
-    f.sample("nccl_pilot_profiler_communicators_finished_total", labelText({{"node", p.node}}),
+    f.sample("nccl_pilot_profiler_communicators_finished_total", labelText({{"node", p.node}, {"pid", pid}}),
              number(p.communicators.finished));
   }
   {
     Family f(out, "nccl_pilot_profiler_slots", "gauge",
              "In-flight collective slots of the process (a collective started while all are "
              "taken is not measured)");
-    f.sample("nccl_pilot_profiler_slots", labelText({{"node", p.node}}),
+    f.sample("nccl_pilot_profiler_slots", labelText({{"node", p.node}, {"pid", pid}}),
              number(static_cast<uint64_t>(p.slots)));
   }
   {
     Family f(out, "nccl_pilot_profiler_slots_in_use", "gauge",
              "Collectives started and not yet completed");
-    f.sample("nccl_pilot_profiler_slots_in_use", labelText({{"node", p.node}}),
+    f.sample("nccl_pilot_profiler_slots_in_use", labelText({{"node", p.node}, {"pid", pid}}),
              number(static_cast<uint64_t>(p.slotsInUse)));
   }
   {
     Family f(out, "nccl_pilot_profiler_groups_in_use", "gauge",
              "Groups holding Send/Recv operations whose kernels have not all completed");
-    f.sample("nccl_pilot_profiler_groups_in_use", labelText({{"node", p.node}}),
+    f.sample("nccl_pilot_profiler_groups_in_use", labelText({{"node", p.node}, {"pid", pid}}),
              number(static_cast<uint64_t>(p.groupsInUse)));
   }
   {

@@ -190,6 +190,32 @@ TEST(HangInput, FilesGatheredLongAfterAreJudgedAsOfTheNewest) {
   EXPECT_EQ(asked.stalls.at(0).frozen, (Ranks{0, 1, 2, 3}));
 }
 
+TEST(HangInput, AJobWhoseEveryRankStoppedWritingIsJudgedAsOfItsNewestFile) {
+  // The whole job stopped 20 s ago (SIGSTOP on every rank, a node gone, files copied): against
+  // the reader's clock every rank is overdue and nothing would be said of where they stood.
+  JobDir dir;
+  writeJob(dir);
+  const HangReport r = dir.judge(std::nullopt, std::nullopt, kNow + 20 * 1000);
+  EXPECT_EQ(r.referenceMs, kNow - 300);
+  ASSERT_EQ(r.stalls.size(), 1u);
+  EXPECT_EQ(r.stalls[0].notLaunched, Ranks{3});
+  EXPECT_TRUE(r.stalls[0].frozen.empty());
+  size_t stopped = 0;
+  for (const std::string& n : r.notes) stopped += n.find("no rank rewrote its state") != n.npos;
+  EXPECT_EQ(stopped, 1u);
+  // While one rank still writes, the others are frozen against the clock.
+  JobDir live;
+  writeJob(live);
+  StateFile writing = rankProcess(allReduceRank(0, 4, 41, 40, 6.0));
+  writing.pid += 100;
+  writing.comms[0].comm = "0xabc";  // another communicator of a process still writing
+  writing.writtenMs = kNow + 19 * 1000;
+  writing.nextDueMs = writing.writtenMs + 1000;
+  live.write(writing);
+  const HangReport still = live.judge(std::nullopt, std::nullopt, kNow + 20 * 1000);
+  EXPECT_EQ(still.referenceMs, kNow + 20 * 1000);
+}
+
 TEST(HangInput, StallsPastTheRanksAllListedAreNamedNotJudged) {
   // Two stalled communicators of 4 ranks each, a budget of 6 ranks: the second is named only.
   JobDir dir;

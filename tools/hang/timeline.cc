@@ -41,11 +41,27 @@ Timeline::Timeline(const std::vector<StateFile>& states, std::optional<int64_t> 
   for (const auto& [node, ms] : newest) {
     if (aheadNodeNow_.count(node) == 0) newestOnTime = std::max(newestOnTime.value_or(ms), ms);
   }
+  // No file is written anymore (each past the next write it promised): the whole job stopped,
+  // ended or the files were gathered; judged against the reader's clock every rank would be
+  // frozen and nothing said of where they stood, so judged as of the newest.
+  bool noneWriting = newestOnTime.has_value();
+  for (const StateFile& s : states) {
+    if (aheadNodeNow_.count(s.node) == 0 && (s.final || reference_ <= s.nextDueMs + kGraceMs)) {
+      noneWriting = false;
+    }
+  }
   if (!nowMs && newestOnTime && reference_ - *newestOnTime > kGatheredMs) {
     notes_.push_back("every state file is older than this machine's clock by more than " +
                      seconds(kGatheredMs) + " s (the newest by " +
                      seconds(reference_ - *newestOnTime) +
                      " s: gathered after the fact, or the job ended): judged as of the newest, " +
+                     utcText(*newestOnTime));
+    reference_ = *newestOnTime;
+  } else if (!nowMs && noneWriting) {
+    notes_.push_back("no rank rewrote its state when due (the newest is " +
+                     seconds(reference_ - *newestOnTime) +
+                     " s old: the whole job stopped or ended, or the files were copied): judged "
+                     "as of the newest, " +
                      utcText(*newestOnTime));
     reference_ = *newestOnTime;
   }

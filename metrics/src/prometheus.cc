@@ -331,8 +331,8 @@ void renderProcess(std::string* out, const ProcessReport& p) {
     Family f(out, "nccl_pilot_profiler_communicators_finished_total", "counter",
              "Communicators finalized since the process started (the summary keeps their "
              "figures, folded per name and shape)");
-    f.sample("nccl_pilot_profiler_communicators_finished_total", labelText({{"node", p.node}, {"pid", pid}}),
-             number(p.communicators.finished));
+    f.sample("nccl_pilot_profiler_communicators_finished_total",
+             labelText({{"node", p.node}, {"pid", pid}}), number(p.communicators.finished));
   }
   {
     Family f(out, "nccl_pilot_profiler_slots", "gauge",

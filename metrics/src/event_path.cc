@@ -362,6 +362,9 @@ void* EventPath::publish(CommMonitor& comm, TaskKind kind, const KeyFields& key,
   // Publishes the fields, with the references of the task and of each lane, to whichever
   // thread decodes this generation's handles.
   slot->state.store(unreferenced | (1 + channels), kRelease);
+  // The exporter finds its channels through the log entry (channelsOf): the hot path writes
+  // nothing per channel for it.
+  comm.inFlight().attach(ordinal, uint64_t{index + 1} << 32 | (generation & kGenerationMask));
   return encode(generation, index, 0);
 }
 
@@ -390,8 +393,6 @@ void* EventPath::startKernelChannel(void* parent, unsigned channel, uint64_t gpu
       const uint64_t started = tag | kStarted | uint64_t{channel} << kChannelShift;
       if (slot.lanes[lane].compare_exchange_strong(armed, started, kAcqRel, kAcquire)) {
         slot.laneStart[lane].store(gpuStart, kRelaxed);
-        // The lane's reference keeps the slot's task, and its communicator, until it stops.
-        slot.comm.load(kRelaxed)->inFlight().channelStarted(slot.ordinal, channel);
         return encode(h.generation, h.index, lane + 1);
       }
       if ((armed & kTagMask) != tag) break;  // the slot was reused since the look
@@ -505,8 +506,32 @@ void EventPath::stop(void* handle) {
     }
     if ((w & kPhaseMask) != kStarted) return;  // stopped twice: the reference went with the first
   } while (!word.compare_exchange_weak(w, (w & ~kPhaseMask) | kStopped, kAcqRel, kAcquire));
-  slot.comm.load(kRelaxed)->inFlight().channelStopped(slot.ordinal, channelOf(w));
   release(slot, h.index);
+}
+
+bool EventPath::channelsOf(uint64_t task, uint64_t* started, uint64_t* stopped) const {
+  *started = *stopped = 0;
+  Slot* slots = slots_.load(kAcquire);
+  const uint64_t index = task >> 32;
+  const uint32_t capacity = capacity_.load(kAcquire);
+  if (slots == nullptr || index == 0 || index > std::min(fresh_.load(kAcquire), capacity)) {
+    return false;
+  }
+  if (builtFlags(slots, capacity)[index - 1].load(kAcquire) == 0) return false;
+  const Slot& slot = slots[index - 1];
+  const uint32_t generation = static_cast<uint32_t>(task) & kGenerationMask;
+  const uint64_t state = slot.state.load(kAcquire);
+  if (generationOf(state) != generation || (state & kReferenceMask) == 0) return false;
+  const uint64_t tag = laneTag(generation);
+  const unsigned n = std::min(slot.nChannels.load(kRelaxed), kMaxChannels);
+  for (unsigned lane = 0; lane < n; ++lane) {
+    const uint64_t w = slot.lanes[lane].load(kAcquire);
+    if ((w & kTagMask) != tag || (w & kPhaseMask) == kArmed) continue;
+    *started |= uint64_t{1} << channelOf(w);
+    if ((w & kPhaseMask) == kStopped) *stopped |= uint64_t{1} << channelOf(w);
+  }
+  // Still this task's: the lanes read were its own (a reused slot gets another generation).
+  return generationOf(slot.state.load(kAcquire)) == generation;
 }
 
 uint32_t EventPath::abandon(const CommMonitor& comm) {

@@ -73,27 +73,14 @@ uint64_t InFlightLog::launch(Operation op, uint64_t bytes, int peer, unsigned ch
   e.seq.store(seq, kRelease);
   e.bytes.store(bytes, kRelease);
   e.launchNs.store(nowNs, kRelease);
-  e.started.store(0, kRelease);
-  e.stopped.store(0, kRelease);
+  e.task.store(0, kRelease);
   e.ordinal.store(ordinal, kRelease);
   return ordinal;
 }
 
-// The channel bits are a hint for a person (which channels a stalled operation still runs):
-// one proxy thread reports a communicator's channels, so a load and a store, no locked
-// instruction; two threads racing would lose a bit, nothing else.
-void InFlightLog::channelStarted(uint64_t ordinal, unsigned channel) {
+void InFlightLog::attach(uint64_t ordinal, uint64_t task) {
   Entry& e = ring_[ordinal % kRing];
-  if (channel < 64 && e.ordinal.load(kAcquire) == ordinal) {
-    e.started.store(e.started.load(kRelaxed) | uint64_t{1} << channel, kRelaxed);
-  }
-}
-
-void InFlightLog::channelStopped(uint64_t ordinal, unsigned channel) {
-  Entry& e = ring_[ordinal % kRing];
-  if (channel < 64 && e.ordinal.load(kAcquire) == ordinal) {
-    e.stopped.store(e.stopped.load(kRelaxed) | uint64_t{1} << channel, kRelaxed);
-  }
+  if (e.ordinal.load(kAcquire) == ordinal) e.task.store(task, kRelease);
 }
 
 void InFlightLog::complete(uint64_t ordinal, uint64_t nowNs) {
@@ -115,8 +102,7 @@ bool InFlightLog::read(uint64_t ordinal, OperationView* out) const {
   out->seq = e.seq.load(kAcquire);
   out->bytes = e.bytes.load(kAcquire);
   out->launchNs = e.launchNs.load(kAcquire);
-  out->started = e.started.load(kAcquire);
-  out->stopped = e.stopped.load(kAcquire);
+  out->task = e.task.load(kAcquire);
   // Rewritten meanwhile (kRing launches later): the fields may mix two operations.
   return e.ordinal.load(kRelaxed) == ordinal && static_cast<int>(out->op) < kNumOperations &&
          (what & kDoneAtLaunch) == 0;

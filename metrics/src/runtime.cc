@@ -415,6 +415,10 @@ void MetricsRuntime::warnDrift(Comm& comm, const CommReport& report) {
 LiveState MetricsRuntime::liveStateOf(Comm& comm, const CommMonitor& m, uint64_t nowNs) {
   LiveState l;
   l.view = m.inFlight().view();
+  if (l.view.hasOldest) {
+    OperationView& op = l.view.oldest;
+    EventPath::process().channelsOf(op.task, &op.started, &op.stopped);
+  }
   l.nowNs = nowNs;
   l.waitingS = waitingSeconds(l.view, nowNs);
   l.stalled = l.waitingS >= static_cast<double>(settings_->stallSeconds);

@@ -116,6 +116,10 @@ class EventPath {
   uint32_t sweepGroups() { return groups_.sweepExitedThreads(); }
   /// Slots holding a collective or Send/Recv now (started and not yet released).
   uint32_t slotsInUse() const;
+  /// Which channels of the task `task` (OperationView::task) started and which stopped, read
+  /// from its lanes (the exporter's look at a stalled operation); false when the slot holds
+  /// another task by now, or none.
+  bool channelsOf(uint64_t task, uint64_t* started, uint64_t* stopped) const;
   /// ProxyOp records open now (ProxyTable::kRecords at most).
   uint32_t proxiesInUse() const { return proxies_.inUse(); }
   /// Groups holding Send/Recv operations now (GroupTable::kEntries at most).

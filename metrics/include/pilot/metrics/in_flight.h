@@ -37,7 +37,11 @@ struct OperationView {
   int peer = -1;  ///< Send/Recv only
   uint64_t launchNs = 0;
   unsigned channels = 0;
-  uint64_t started = 0, stopped = 0;  ///< channel ids (bit c = channel c)
+  /// The event path's slot following it (EventPath::channelsOf), 0 when none.
+  uint64_t task = 0;
+  /// Channel ids (bit c = channel c) that started and stopped: filled by the exporter from the
+  /// slot's lanes (EventPath::channelsOf), never on the event path.
+  uint64_t started = 0, stopped = 0;
 };
 
 /// Launched and done counts of one kind, or of one peer's Send or Recv.
@@ -69,10 +73,9 @@ class InFlightLog {
   /// Notes a launch; returns its ordinal (1-based, per communicator) for the channel and
   /// completion calls. `channels` 0: nothing will report on it, so it counts done at once.
   uint64_t launch(Operation op, uint64_t bytes, int peer, unsigned channels, uint64_t nowNs);
-  /// A kernel channel of the operation started or stopped (a hint: the entry may have been
-  /// reused by then, kRing launches later, which the ordinal check tells).
-  void channelStarted(uint64_t ordinal, unsigned channel);
-  void channelStopped(uint64_t ordinal, unsigned channel);
+  /// The event path's slot that follows the operation (its lanes say which channels started
+  /// and stopped); ignored when the entry was reused since, kRing launches later.
+  void attach(uint64_t ordinal, uint64_t task);
   /// The operation completed: it and every one launched before it.
   void complete(uint64_t ordinal, uint64_t nowNs);
 
@@ -87,7 +90,7 @@ class InFlightLog {
     std::atomic<uint64_t> ordinal{0};  // 0 while being written
     std::atomic<uint64_t> what{0};     // op (8) | channels (8) | peer + 1 (32)
     std::atomic<uint64_t> seq{0}, bytes{0}, launchNs{0};
-    std::atomic<uint64_t> started{0}, stopped{0};
+    std::atomic<uint64_t> task{0};
   };
   bool read(uint64_t ordinal, OperationView* out) const;
 

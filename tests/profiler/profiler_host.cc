@@ -92,7 +92,7 @@ std::vector<ChannelTimes> channelsTaking(int nChannels, uint64_t ns, uint64_t st
 
 Comm::Comm(const Module& module, int abi, uint64_t commId, const std::string& name, int nNodes,
            int nRanks, int rank, ncclDebugLogger_t logger)
-    : module_(module), abi_(abi), nRanks_(nRanks), rank_(rank) {
+    : module_(module), abi_(abi), nRanks_(nRanks), rank_(rank), pid_(::getpid()) {
   const char* commName = name.empty() ? nullptr : name.c_str();
   if (abi == 4 && module.v4) {
     initResult_ =
@@ -156,12 +156,30 @@ void* Comm::startProxyOp(void* parent, int channel, int peer, bool send, int nSt
     d.type = ncclProfileProxyOp;
     d.parentObj = parent;
     d.rank = rank_;
-    d.proxyOp.pid = ::getpid();
+    d.proxyOp.pid = pid_;
     d.proxyOp.channelId = static_cast<uint8_t>(channel);
     d.proxyOp.peer = peer;
     d.proxyOp.nSteps = nSteps;
     d.proxyOp.chunkSize = 1 << 19;
     d.proxyOp.isSend = send ? 1 : 0;
+  };
+  if (abi_ == 4) {
+    ncclProfilerEventDescr_v4_t d;
+    fill(d);
+    return start(d);
+  }
+  ncclProfilerEventDescr_v6_t d;  // v5 is its prefix
+  fill(d);
+  return start(d);
+}
+
+void* Comm::startProxyStep(void* proxyOp, int step) {
+  auto fill = [&](auto& d) {
+    std::memset(&d, 0, sizeof d);
+    d.type = ncclProfileProxyStep;
+    d.parentObj = proxyOp;
+    d.rank = rank_;
+    d.proxyStep.step = step;
   };
   if (abi_ == 4) {
     ncclProfilerEventDescr_v4_t d;

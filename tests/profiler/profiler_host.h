@@ -118,6 +118,9 @@ class Comm {
   /// A ProxyOp of this process's proxy (NCCL's src/proxy.cc): one channel's send to or receive
   /// from `peer` of the task `parent`, in `nSteps` network steps.
   void* startProxyOp(void* parent, int channel, int peer, bool send, int nSteps);
+  /// A ProxyStep under the ProxyOp `proxyOp` (null when the plugin gave that op no handle: NCCL
+  /// sends the step anyway when the mask asks for steps), its network step number `step`.
+  void* startProxyStep(void* proxyOp, int step);
   void recordRaw(void* handle, ncclProfilerEventState_t state, uint64_t pTimer);
 
   void finalize();
@@ -130,6 +133,7 @@ class Comm {
   int abi_;
   int nRanks_;
   int rank_;
+  pid_t pid_;  ///< NCCL's proxy keeps its pid (src/plugin/profiler.cc): no getpid per event
   ncclResult_t initResult_ = ncclInternalError;
   int mask_ = 0;
   void* context_ = nullptr;

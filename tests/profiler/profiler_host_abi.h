@@ -32,7 +32,13 @@ enum {
 
 typedef enum {
   ncclProfilerProxyStepSendGPUWait = 8,
+  ncclProfilerProxyStepSendWait = 9,
+  ncclProfilerProxyStepRecvWait = 10,
+  ncclProfilerProxyStepRecvFlushWait = 11,
+  ncclProfilerProxyStepRecvGPUWait = 12,
   ncclProfilerProxyCtrlIdle = 13,
+  ncclProfilerProxyOpInProgress_v4 = 19,
+  ncclProfilerProxyStepSendPeerWait_v4 = 20,
   ncclProfilerKernelChStop = 22,
   ncclProfilerGroupStartApiStop = 23,
   ncclProfilerGroupEndApiStart = 24

@@ -3,7 +3,6 @@
 // never launched the stuck operation, are frozen, stuck, missing, or left it, whom to look at
 // first and why; and each communicator's straggler. Exit 0: nothing stalled; 1: something is;
 // 2: bad input.
-#include <ctime>
 #include <iostream>
 #include <memory>
 
@@ -13,6 +12,7 @@
 #include "hang/judge.h"
 #include "hang/report.h"
 #include "hang/state_reader.h"
+#include "hang/timeline.h"
 
 namespace pilot::cli {
 namespace {
@@ -24,18 +24,12 @@ struct HangArgs {
   double stallS = 0;
 };
 
-int64_t clockNowMs() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
 int runHang(const HangArgs& args) {
   const hang::Inputs inputs = hang::readInputs(args.inputs);
   hang::HangOptions options;
   if (args.nowMs >= 0) options.nowMs = args.nowMs;
   if (args.stallS > 0) options.stallS = args.stallS;
-  options.readerNowMs = clockNowMs();
+  options.readerNowMs = hang::readerClockMs();
   const hang::HangReport report = hang::judge(inputs, options);
   for (const std::string& note : report.notes) std::cerr << "note: " << note << "\n";
   if (!inputs.anyReadable) return reportError("no readable input", kExitUsage);

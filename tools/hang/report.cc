@@ -77,15 +77,7 @@ std::string rows(const Stall& s) {
 std::string stallText(const Stall& s) {
   std::string out = "\nSTALLED " + commTitle(s.comm, s.commName) + " (" + std::to_string(s.nRanks) +
                     " ranks" + (s.job.empty() ? "" : ", job " + s.job) + "): ";
-  if (s.op.empty()) {
-    out += "operation unknown";
-  } else if (s.sender < 0) {
-    out += opLabel(s.op, s.seq, -1) + ", " + text::formatBytes(s.bytes) + " bytes";
-  } else {
-    out += "Send/Recv #" + std::to_string(s.seq) + " from rank " + std::to_string(s.sender) +
-           " to rank " + std::to_string(s.receiver) + ", " + text::formatBytes(s.bytes) + " bytes";
-  }
-  out += ", stalled " + fmt("%.1f", s.stalledS) + " s\n";
+  out += stallOperationText(s) + ", stalled " + fmt("%.1f", s.stalledS) + " s\n";
   out += listLine("not launched", s.notLaunched) + listLine("frozen", s.frozen) +
          listLine("stuck", s.stuck) + listLine("missing", s.missing);
   if (!s.finalized.empty()) out += listLine("finalized", s.finalized);
@@ -142,6 +134,13 @@ json stallJson(const Stall& s) {
 }
 
 }  // namespace
+
+std::string stallOperationText(const Stall& s) {
+  if (s.op.empty()) return "operation unknown";
+  if (s.sender < 0) return opLabel(s.op, s.seq, -1) + ", " + text::formatBytes(s.bytes) + " bytes";
+  return "Send/Recv #" + std::to_string(s.seq) + " from rank " + std::to_string(s.sender) +
+         " to rank " + std::to_string(s.receiver) + ", " + text::formatBytes(s.bytes) + " bytes";
+}
 
 std::string reportText(const HangReport& r) {
   std::string out =

@@ -10,6 +10,9 @@
 namespace pilot::cli::hang {
 
 std::string reportText(const HangReport& report);
+/// The stuck operation of a stall as both reports name it: "AllReduce #40, 4M bytes",
+/// "Send/Recv #5 from rank 0 to rank 1, 1M bytes", or "operation unknown".
+std::string stallOperationText(const Stall& stall);
 std::string reportJson(const HangReport& report);
 
 }  // namespace pilot::cli::hang

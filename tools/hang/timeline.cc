@@ -15,6 +15,12 @@ std::string seconds(int64_t ms) {
 
 }  // namespace
 
+int64_t readerClockMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
 std::string utcText(int64_t unixMs) {
   const std::time_t t = static_cast<std::time_t>(unixMs / 1000);
   std::tm tm{};

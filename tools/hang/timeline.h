@@ -51,6 +51,9 @@ class Timeline {
   std::vector<std::string> notes_;
 };
 
+/// This machine's clock (CLOCK_REALTIME), unix ms: the reference without --now.
+int64_t readerClockMs();
+
 /// "2025-12-03 14:33:20 UTC" for a unix time in ms.
 std::string utcText(int64_t unixMs);
 

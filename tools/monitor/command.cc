@@ -1,13 +1,17 @@
 // `nccl-pilot monitor FILES|DIR...`: the profiler's per-rank summaries of a job, per
 // collective and size: calls, p50/p99 kernel time, bus bandwidth, which rule decided, the
-// calibrated value and drift, and which rank the others waited for. Text on stdout, and with
-// --html one self-contained page.
+// calibrated value and drift, and which rank the others waited for. When the inputs hold the
+// ranks' live state files, first what `nccl-pilot hang` says of them: each stalled communicator
+// and each one's straggler now. Text on stdout, and with --html one self-contained page.
 #include <iostream>
 #include <memory>
+#include <set>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "hang/live.h"
+#include "hang/timeline.h"
 #include "monitor/analysis.h"
 #include "monitor/report.h"
 #include "monitor/summary_reader.h"
@@ -24,17 +28,38 @@ struct MonitorArgs {
 };
 
 int runMonitor(const MonitorArgs& args) {
+  // The live state files first: a job that hangs in its first operation has measured nothing
+  // yet, and its stall is still worth saying.
+  hang::HangOptions hangOptions;
+  hangOptions.readerNowMs = hang::readerClockMs();
+  const hang::LiveRead live = hang::readLive(args.inputs, hangOptions);
   auto summaries = monitor::readSummaries(args.inputs);
-  if (!summaries.ok()) return reportError(summaries.error());
-  const monitor::Analysis analysis = monitor::analyze(*summaries, args.drift);
-  for (const std::string& note : analysis.notes) std::cerr << "note: " << note << "\n";
-  if (analysis.groups.empty()) return reportError("the summaries hold no measured collective");
-  std::cout << monitor::reportText(analysis, args.drift);
+  if (!summaries.ok() && !live.live.present()) return reportError(summaries.error());
+  monitor::Analysis analysis;
+  if (summaries.ok()) {
+    analysis = monitor::analyze(*summaries, args.drift);
+  } else {
+    analysis.notes.push_back(summaries.error());
+  }
+  // hang reads the summaries beside the state files too: a note is said once.
+  std::set<std::string> said;
+  const auto sayOnce = [&said](const std::vector<std::string>& notes) {
+    for (const std::string& note : notes) {
+      if (said.insert(note).second) std::cerr << "note: " << note << "\n";
+    }
+  };
+  sayOnce(analysis.notes);
+  sayOnce(live.notes);
+  if (analysis.groups.empty() && !live.live.present()) {
+    return reportError("the summaries hold no measured collective");
+  }
+  std::cout << monitor::reportText(analysis, args.drift, live.live);
   if (!args.html.empty()) {
     monitor::HtmlOptions options;
     options.toolVersion = pilot::kVersion;
     options.driftThreshold = args.drift;
-    if (Status s = writeFile(args.html, monitor::reportHtml(analysis, options)); !s.ok()) {
+    if (Status s = writeFile(args.html, monitor::reportHtml(analysis, options, live.live));
+        !s.ok()) {
       return reportError(s.error());
     }
     std::cout << "wrote " << args.html << "\n";
@@ -49,9 +74,11 @@ Command addMonitorCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "monitor",
       "Read the profiler's summaries of a job (NCCL_PILOT_METRICS_DIR): per collective and size "
-      "the calls, kernel times, bus bandwidth, deciding rule, drift and the late-arriving rank");
+      "the calls, kernel times, bus bandwidth, deciding rule, drift and the late-arriving rank; "
+      "with live state files (*.state.json), each stalled communicator and straggler now");
   sub->add_option("inputs", args->inputs,
-                  "Summary files (nccl_pilot_*.jsonl) or directories holding them")
+                  "Summary files (nccl_pilot_*.jsonl), state files (*.state.json) or directories "
+                  "holding them")
       ->required();
   sub->add_option("--html", args->html, "Also write a self-contained HTML page here");
   sub->add_option("--drift", args->drift,

@@ -67,11 +67,96 @@ std::string commTitle(const Analysis& a, const Group& g) {
   return s;
 }
 
+std::string liveTitle(const std::string& comm, const std::string& name, const std::string& job) {
+  return "comm " + comm + (name.empty() ? "" : " \"" + name + "\"") +
+         (job.empty() ? "" : " (job " + job + ")");
+}
+
+std::string liveHeadline(const Live& l) {
+  if (l.stateFiles == 0) {
+    return "none of the " + std::to_string(l.stateFilesSeen) +
+           " state file(s) could be used (notes above)";
+  }
+  return std::to_string(l.stateFiles) + " state file(s), " + std::to_string(l.comms) +
+         " communicator(s) as of " + l.asOf + ": " +
+         (l.stalls.empty() ? "nothing stalled" : std::to_string(l.stalls.size()) + " stalled");
+}
+
+/// A stall in one line: what is stuck, whom to look at and why (hang's words).
+std::string stallHead(const LiveStall& s) {
+  return "comm " + s.comm + (s.commName.empty() ? "" : " \"" + s.commName + "\"") + " (" +
+         std::to_string(s.nRanks) + " ranks" + (s.job.empty() ? "" : ", job " + s.job) +
+         "): " + s.operation + ", stalled " + fmt("%.1f", s.stalledS) + " s; suspects " +
+         (s.suspects.empty() ? "none" : s.suspects);
+}
+
+std::string stragglerText(const LiveStraggler& s) {
+  return "rank " + std::to_string(s.rank) + " (the shortest in " + std::to_string(s.wins) + " of " +
+         std::to_string(s.compared) + " groups): the others lost " + fmt("%.3f", s.lostMsPerOp) +
+         " ms per operation waiting for it";
+}
+
+/// The communicators judged with no straggler, said after those with one.
+std::string noStragglerText(const Live& l) {
+  if (l.stragglers.empty()) return "stragglers: none in the last export windows";
+  const size_t others = l.comms > l.stragglers.size() ? l.comms - l.stragglers.size() : 0;
+  return others == 0
+             ? ""
+             : "stragglers: none in the other " + std::to_string(others) + " communicator(s)";
+}
+
+std::string liveText(const Live& l) {
+  std::string out = "\nlive: " + liveHeadline(l) + "\n";
+  if (l.stateFiles == 0) return out;
+  for (const LiveStall& s : l.stalls) {
+    out +=
+        "  STALLED " + stallHead(s) + "; why: " + s.why + "; every rank: " + l.hangCommand + "\n";
+  }
+  for (const LiveStraggler& s : l.stragglers) {
+    out += "  straggler (last export window): " + liveTitle(s.comm, s.commName, s.job) + ": " +
+           stragglerText(s) + "\n";
+  }
+  if (const std::string none = noStragglerText(l); !none.empty()) out += "  " + none + "\n";
+  return out;
+}
+
+std::string liveHtml(const Live& l) {
+  std::string h = "<h2>live</h2>\n<div class=\"meta\">" + escapeXml(liveHeadline(l));
+  if (l.stateFiles == 0) return h + "</div>\n";
+  h += "; from the ranks' state files, judged as <code>nccl-pilot hang</code> judges them; "
+       "stragglers from each rank's last export window</div>\n";
+  for (const LiveStall& s : l.stalls) {
+    h += "<p class=\"warn\"><b>STALLED</b> " + escapeXml(stallHead(s)) +
+         "<br>why: " + escapeXml(s.why) + "<br>every rank: <code>" + escapeXml(l.hangCommand) +
+         "</code></p>\n";
+  }
+  if (!l.stragglers.empty()) {
+    h += "<table><tr><th>communicator</th><th>job</th><th>straggler rank</th>"
+         "<th>groups won / compared</th><th>ms lost per operation</th></tr>\n";
+    for (const LiveStraggler& s : l.stragglers) {
+      h += "<tr class=\"warn\"><td>" +
+           escapeXml(s.comm + (s.commName.empty() ? "" : " \"" + s.commName + "\"")) + "</td><td>" +
+           (s.job.empty() ? "–" : escapeXml(s.job)) + "</td><td class=\"num\">" +
+           std::to_string(s.rank) + "</td><td class=\"num\">" + std::to_string(s.wins) + " / " +
+           std::to_string(s.compared) + "</td><td class=\"num\">" + fmt("%.3f", s.lostMsPerOp) +
+           "</td></tr>\n";
+    }
+    h += "</table>\n";
+  }
+  if (const std::string none = noStragglerText(l); !none.empty()) {
+    h += "<p class=\"" +
+         std::string(l.stragglers.empty() && l.stalls.empty() ? "verdict" : "meta") + "\">" +
+         escapeXml(none) + "</p>\n";
+  }
+  return h;
+}
+
 }  // namespace
 
-std::string reportText(const Analysis& a, double driftThreshold) {
+std::string reportText(const Analysis& a, double driftThreshold, const Live& live) {
   std::string out = "nccl-pilot monitor: " + std::to_string(a.files) + " file(s), " +
                     std::to_string(a.rankRecords) + " (communicator, rank) record(s)\n";
+  if (live.present()) out += liveText(live);
   size_t drifting = 0;
   for (const auto& [comm, groups] : byComm(a)) {
     std::set<int> ranks;
@@ -96,6 +181,7 @@ std::string reportText(const Analysis& a, double driftThreshold) {
     if (const LateArriver* l = lateOf(a, comm)) out += "  " + lateLine(*l) + "\n";
   }
   out += "\n";
+  if (a.groups.empty()) return out;  // live state only: no summary measured anything yet
   if (drifting > 0) {
     out += "drift: " + std::to_string(drifting) + " tuned group(s) below " +
            fmt("%.0f", (1 - driftThreshold) * 100) +
@@ -107,7 +193,7 @@ std::string reportText(const Analysis& a, double driftThreshold) {
   return out;
 }
 
-std::string reportHtml(const Analysis& a, const HtmlOptions& o) {
+std::string reportHtml(const Analysis& a, const HtmlOptions& o, const Live& live) {
   namespace chart = calibration::detail;
   static const char* const kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                          "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
@@ -123,12 +209,18 @@ std::string reportHtml(const Analysis& a, const HtmlOptions& o) {
        std::to_string(a.rankRecords) + "</b>ranks</div><div><b>" +
        std::to_string(byComm(a).size()) + "</b>communicators</div><div><b>" +
        std::to_string(drifting) + "</b>drifting groups</div><div><b>" + std::to_string(lateFound) +
-       "</b>late arrivers</div></div>\n";
+       "</b>late arrivers</div>" +
+       (live.present()
+            ? "<div><b>" + std::to_string(live.stalls.size()) + "</b>stalled now</div><div><b>" +
+                  std::to_string(live.stragglers.size()) + "</b>stragglers now</div>"
+            : "") +
+       "</div>\n";
   if (!a.notes.empty()) {
     h += "<ul class=\"notes\">";
     for (const std::string& n : a.notes) h += "<li>" + escapeXml(n) + "</li>";
     h += "</ul>\n";
   }
+  if (live.present()) h += liveHtml(live);
   int chartId = 0;
   for (const auto& [comm, groups] : byComm(a)) {
     h += "<h2>" + escapeXml(commTitle(a, *groups.front())) + "</h2>\n";

@@ -470,7 +470,8 @@ LiveState MetricsRuntime::liveStateOf(Comm& comm, const CommMonitor& m, uint64_t
   return l;
 }
 
-void MetricsRuntime::writeState(std::vector<StateComm> comms, bool busy, const std::string& node) {
+void MetricsRuntime::writeState(std::vector<StateComm> comms, bool busy, const std::string& node,
+                                uint64_t takenMs) {
   const MetricsSettings& s = *settings_;
   if (s.dir.empty()) return;
   StateReport r;
@@ -478,7 +479,7 @@ void MetricsRuntime::writeState(std::vector<StateComm> comms, bool busy, const s
   r.job = s.slurmJobId;
   r.version = kVersion;
   r.pid = static_cast<long>(::getpid());
-  r.writtenMs = realtimeMs();
+  r.writtenMs = takenMs;  // when the states were taken: what the file says is as of then
   r.nextDueMs = r.writtenMs + (busy ? static_cast<uint64_t>(kStateRefreshMs)
                                     : uint64_t{s.intervalSeconds} * 1000);
   r.stallSeconds = s.stallSeconds;
@@ -502,6 +503,7 @@ bool MetricsRuntime::refreshState(bool always) {
     node = node_;
   }
   const uint64_t nowNs = monotonicNs();
+  const uint64_t takenMs = realtimeMs();
   std::vector<StateComm> states;
   bool busy = false, changed = always;
   for (auto& [comm, monitor] : live) {
@@ -513,7 +515,7 @@ bool MetricsRuntime::refreshState(bool always) {
     changed = changed || mark != comm->writtenMark;
     comm->writtenMark = mark;
   }
-  if ((busy || changed) && !states.empty()) writeState(std::move(states), busy, node);
+  if ((busy || changed) && !states.empty()) writeState(std::move(states), busy, node, takenMs);
   return busy;
 }
 
@@ -563,6 +565,7 @@ void MetricsRuntime::exportNow() {
   }
   const auto closedReports = static_cast<std::ptrdiff_t>(p.comms.size());
   const uint64_t nowNs = monotonicNs();
+  const uint64_t takenMs = realtimeMs();
   std::vector<StateComm> states;
   bool busy = false;
   for (const Live& l : live) {
@@ -595,7 +598,7 @@ void MetricsRuntime::exportNow() {
     Comm* any = !live.empty()      ? live.front().comm.get()
                 : !closing.empty() ? closing.front().get()
                                    : nullptr;
-    writeState(std::move(states), busy, node);
+    writeState(std::move(states), busy, node, takenMs);
     if (!wrote.ok() && !writeWarned_ && any != nullptr) {
       writeWarned_ = true;
       PILOT_LOG(*any->logger, Warn, kFlags, "%s; later failures are not logged",

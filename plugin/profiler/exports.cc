@@ -79,6 +79,7 @@ ncclResult_t initCommon(int abi, void** context, uint64_t commId, int* mask, con
     id.nRanks = nRanks;
     id.rank = rank;
     id.abiVersion = abi;
+    id.pid = ::getpid();
     id.facts = readProcessFacts(ncclVersionsOfProfilerAbi(abi),
                                 "profiler ABI v" + std::to_string(abi), caller);
     *context = runtime.open(std::move(id), std::make_unique<NcclLogger>(logFn, kPrefix));
@@ -169,12 +170,13 @@ ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
                                                          d->kernelCh.pTimer);
     } else if (type == ncclProfileProxyOp) {
       // A proxy of another process (PXN) runs this op for a rank of ours: its parent is a
-      // handle of that process, not ours.
-      if (d->proxyOp.pid == ::getpid()) {
+      // handle of that process, not ours. The pid and the setting were read at init: no system
+      // call and no lock on the proxy thread.
+      const CommMonitor& comm = *static_cast<CommMonitor*>(context);
+      if (d->proxyOp.pid == comm.identity().pid) {
         *eHandle = EventPath::process().startProxyOp(
             d->parentObj, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.isSend != 0,
-            d->proxyOp.nSteps,
-            MetricsRuntime::process().proxyEvents() == metrics::MetricsSettings::Proxy::Steps);
+            d->proxyOp.nSteps, comm.settings().proxy == metrics::MetricsSettings::Proxy::Steps);
       }
     } else if (type == ncclProfileProxyStep) {
       *eHandle = EventPath::process().startProxyStep(d->parentObj);

@@ -232,8 +232,9 @@ TEST(ProfilerStall, TheStateFileIsRewrittenEverySecondWhileAnOperationIsInFlight
       while (Clock::now() < until) {
         const std::string text = stateFileIn(dir);
         const long long written = numberAfter(text, "written_ms");
-        // The writes since the launch (the file may still be one from before it).
-        if (written >= launchMs && (writes.empty() || written != writes.back().writtenMs)) {
+        // The writes since the launch (the file may still be one from before it, taken in the
+        // same millisecond: the launch is after it).
+        if (written > launchMs && (writes.empty() || written != writes.back().writtenMs)) {
           writes.push_back({written, numberAfter(text, "next_due_ms"), text});
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));

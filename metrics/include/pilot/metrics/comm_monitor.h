@@ -30,6 +30,7 @@ struct CommIdentity {
   int nRanks = 1;
   int rank = 0;
   int abiVersion = 5;  ///< the profiler ABI NCCL loaded
+  long pid = 0;        ///< the process that created it (a ProxyOp of another one is PXN's)
   std::string gpu;     ///< "GPU<n>" from the CUDA driver, or "unknown"
   /// The fabric and NCCL version the table's fabric=/nccl= keys are matched against, read as
   /// the tuner reads them (plugin/tuner/process_facts), so both compile the same rules.

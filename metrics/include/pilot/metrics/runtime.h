@@ -109,9 +109,10 @@ class MetricsRuntime {
   /// A live communicator's in-flight state now (exportMutex_ held); one WARN line when an
   /// operation stalls, one INFO line when a warned one completes.
   LiveState liveStateOf(Comm& comm, const CommMonitor& monitor, uint64_t nowNs);
-  /// The state file (state_file.h); `busy`: something is in flight, so the next write comes
-  /// within a second (exportMutex_ held).
-  void writeState(std::vector<StateComm> comms, bool busy, const std::string& node);
+  /// The state file (state_file.h) of the states taken at `takenMs` (unix ms); `busy`:
+  /// something is in flight, so the next write comes within a second (exportMutex_ held).
+  void writeState(std::vector<StateComm> comms, bool busy, const std::string& node,
+                  uint64_t takenMs);
   /// The exporter's look every second: rewrites the state file when something is in flight,
   /// or something launched or completed since the last write (or `always`). Returns whether
   /// something is in flight.

@@ -382,7 +382,8 @@ std::string escapeLabelValue(const std::string& value) {
 /// What each live communicator launched and waits for (report.h LiveState): the series a
 /// fleet's Prometheus joins across ranks to see a stall and the ranks behind the others.
 void renderLive(std::string* out, const ProcessReport& p) {
-  auto labels = [&](const CommReport& c, const char* name = nullptr, const char* value = "") {
+  // One rank of one communicator, and what a series adds to it.
+  auto labels = [&](const CommReport& c, Labels extra = {}) {
     const CommIdentity& id = c.identity;
     Labels l = {{"node", p.node},
                 {"gpu", orUnknown(id.gpu)},
@@ -390,7 +391,7 @@ void renderLive(std::string* out, const ProcessReport& p) {
                 {"comm_name", orUnknown(id.name)},
                 {"rank", std::to_string(id.rank)},
                 {"nranks", std::to_string(id.nRanks)}};
-    if (name != nullptr) l.emplace_back(name, value);
+    l.insert(l.end(), extra.begin(), extra.end());
     return labelText(l);
   };
   {
@@ -403,7 +404,7 @@ void renderLive(std::string* out, const ProcessReport& p) {
       // Prometheus to compare with the ranks that did.
       for (int k = 0; k < kNumOperations; ++k) {
         f.sample("nccl_pilot_comm_operations_launched_total",
-                 labels(c, "operation", operationName(static_cast<Operation>(k))),
+                 labels(c, {{"operation", operationName(static_cast<Operation>(k))}}),
                  number(c.live.view.kinds[k].launched));
       }
     }
@@ -451,15 +452,10 @@ void renderLive(std::string* out, const ProcessReport& p) {
     for (const CommReport& c : p.comms) {
       if (!c.hasLive) continue;
       for (const WindowKey& w : c.live.window) {
-        Labels l = {{"node", p.node},
-                    {"gpu", orUnknown(c.identity.gpu)},
-                    {"comm", commIdText(c.identity.commId)},
-                    {"comm_name", orUnknown(c.identity.name)},
-                    {"rank", std::to_string(c.identity.rank)},
-                    {"nranks", std::to_string(c.identity.nRanks)},
-                    {"collective", operationName(w.op)},
-                    {"message_size", sizeBucketLabel(sizeBucket(w.bytes))}};
-        f.sample("nccl_pilot_comm_window_kernel_seconds", labelText(l), number(w.meanUs / 1e6));
+        f.sample("nccl_pilot_comm_window_kernel_seconds",
+                 labels(c, {{"collective", operationName(w.op)},
+                            {"message_size", sizeBucketLabel(sizeBucket(w.bytes))}}),
+                 number(w.meanUs / 1e6));
       }
     }
   }

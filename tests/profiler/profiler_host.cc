@@ -150,9 +150,22 @@ void Comm::recordRaw(void* handle, ncclProfilerEventState_t state, uint64_t pTim
   if (abi_ == 6) module_.v6->recordEventState(handle, state, &args);
 }
 
+template <typename Fill>
+void* Comm::startFilled(Fill fill) {
+  if (abi_ == 4) {
+    ncclProfilerEventDescr_v4_t d;
+    std::memset(&d, 0, sizeof d);
+    fill(d);
+    return start(d);
+  }
+  ncclProfilerEventDescr_v6_t d;  // v5 is its prefix
+  std::memset(&d, 0, sizeof d);
+  fill(d);
+  return start(d);
+}
+
 void* Comm::startProxyOp(void* parent, int channel, int peer, bool send, int nSteps) {
   auto fill = [&](auto& d) {
-    std::memset(&d, 0, sizeof d);
     d.type = ncclProfileProxyOp;
     d.parentObj = parent;
     d.rank = rank_;
@@ -163,32 +176,17 @@ void* Comm::startProxyOp(void* parent, int channel, int peer, bool send, int nSt
     d.proxyOp.chunkSize = 1 << 19;
     d.proxyOp.isSend = send ? 1 : 0;
   };
-  if (abi_ == 4) {
-    ncclProfilerEventDescr_v4_t d;
-    fill(d);
-    return start(d);
-  }
-  ncclProfilerEventDescr_v6_t d;  // v5 is its prefix
-  fill(d);
-  return start(d);
+  return startFilled(fill);
 }
 
 void* Comm::startProxyStep(void* proxyOp, int step) {
   auto fill = [&](auto& d) {
-    std::memset(&d, 0, sizeof d);
     d.type = ncclProfileProxyStep;
     d.parentObj = proxyOp;
     d.rank = rank_;
     d.proxyStep.step = step;
   };
-  if (abi_ == 4) {
-    ncclProfilerEventDescr_v4_t d;
-    fill(d);
-    return start(d);
-  }
-  ncclProfilerEventDescr_v6_t d;  // v5 is its prefix
-  fill(d);
-  return start(d);
+  return startFilled(fill);
 }
 
 void* Comm::startRaw(uint64_t type, void* parent, int channel, uint64_t pTimer, pid_t pid) {

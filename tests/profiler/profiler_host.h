@@ -128,6 +128,10 @@ class Comm {
  private:
   template <typename Descr>
   void* start(Descr& d);
+  /// A zeroed descriptor of this ABI's layout (v4, or v6 of which v5 is the prefix), filled by
+  /// `fill` (a generic lambda) and started.
+  template <typename Fill>
+  void* startFilled(Fill fill);
 
   const Module& module_;
   int abi_;

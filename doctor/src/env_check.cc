@@ -8,75 +8,15 @@
 #include <map>
 
 #include "context.h"
-#include "env_names.h"
 #include "pilot/core/config.h"
 #include "pilot/core/nccl_list.h"
 #include "pilot/core/text.h"
+#include "pilot/provenance/nccl_settings.h"
 
 namespace pilot::doctor::detail {
 namespace {
 
 constexpr const char* kEnv = "env";
-
-/// NCCL_ names other software reads: plugin families by prefix, and single names.
-constexpr const char* kOtherPrefixes[] = {"NCCL_SHARP_", "NCCL_UCX_", "NCCL_TESTS_"};
-constexpr const char* kOtherNames[] = {
-    // nccl-rdma-sharp-plugins
-    "NCCL_IBEXT_DISABLE", "NCCL_PLUGIN_P2P", "NCCL_IB_IS_GLOBAL",
-    // PyTorch's older spellings of TORCH_NCCL_* (still read)
-    "NCCL_ASYNC_ERROR_HANDLING", "NCCL_BLOCKING_WAIT", "NCCL_DESYNC_DEBUG",
-    // NCCL before 2.4 (renamed: reported below)
-    "NCCL_IB_GDR_LEVEL"};
-
-bool knownName(const std::string& name) {
-  const auto& nccl = ncclVariableNames();
-  if (std::find(nccl.begin(), nccl.end(), name) != nccl.end()) return true;
-  for (const SettingInfo& s : allSettings()) {
-    if (name == s.name) return true;
-  }
-  for (const char* n : kOtherNames) {
-    if (name == n) return true;
-  }
-  for (const char* p : kOtherPrefixes) {
-    if (name.rfind(p, 0) == 0) return true;
-  }
-  return false;
-}
-
-/// Optimal string alignment distance (edits and adjacent transpositions): typos swap letters.
-size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-/// The known name closest to `name` within a typo's reach, or "".
-std::string closestName(const std::string& name) {
-  std::vector<std::string_view> candidates = ncclVariableNames();
-  for (const SettingInfo& s : allSettings()) candidates.emplace_back(s.name);
-  const std::string_view tail = std::string_view(name).substr(5);   // after NCCL_
-  const size_t reach = std::max<size_t>(2, (tail.size() + 2) / 5);  // 3 edits from 13 chars
-  std::string best;
-  size_t bestDistance = reach + 1;
-  for (std::string_view c : candidates) {
-    if (c.size() + reach < name.size() || name.size() + reach < c.size()) continue;
-    size_t d = editDistance(tail, c.substr(5));
-    if (d < bestDistance) {
-      bestDistance = d;
-      best = std::string(c);
-    }
-  }
-  return best;
-}
 
 /// How NCCL reads an integer variable: strtoll(value, nullptr, 0), so "true" is 0, "1x" is 1,
 /// "010" is octal 8 and "0x10" hex 16; only overflow (errno) makes it fall back to the default.
@@ -171,8 +111,8 @@ void checkNames(const Context& ctx, Problems& p) {
             "rename it NCCL_NET_GDR_LEVEL");
       continue;
     }
-    if (knownName(name)) continue;
-    const std::string closest = closestName(name);
+    if (provenance::knownName(name)) continue;
+    const std::string closest = provenance::closestKnownName(name);
     const bool pilot = name.rfind("NCCL_PILOT_", 0) == 0;
     p.add(Verdict::Warn, subject,
           std::string("not a variable ") +

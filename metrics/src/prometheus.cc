@@ -363,22 +363,6 @@ void renderProcess(std::string* out, const ProcessReport& p) {
 
 }  // namespace
 
-std::string escapeLabelValue(const std::string& value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
-
 /// What each live communicator launched and waits for (report.h LiveState): the series a
 /// fleet's Prometheus joins across ranks to see a stall and the ranks behind the others.
 void renderLive(std::string* out, const ProcessReport& p) {
@@ -467,6 +451,7 @@ std::string renderTextfile(const ProcessReport& report) {
   renderKeys(&out, report);
   renderLive(&out, report);
   renderProcess(&out, report);
+  out += report.recordSeries;
   return out;
 }
 

@@ -551,6 +551,11 @@ void MetricsRuntime::exportNow() {
   p.slotsInUse = events.slotsInUse();
   p.groupsInUse = events.groupsInUse();
   p.stallSeconds = s.stallSeconds;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    p.recordJson = recordJson_;
+    p.recordSeries = recordSeries_;
+  }
   for (int o = 0; o < static_cast<int>(Orphan::Count); ++o) {
     p.orphans[o] = events.orphans(static_cast<Orphan>(o));
   }
@@ -631,6 +636,45 @@ std::string MetricsRuntime::summaryPath() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!settings_ || settings_->dir.empty()) return "";
   return fileStem(settings_->dir, node_) + ".jsonl";
+}
+
+void MetricsRuntime::publishRecord(provenance::ProcessRecord record, bool first, Logger& log) {
+  std::string line, path;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const MetricsSettings& s = loadSettings(log);
+    record.node = node_;
+    record.pid = ::getpid();
+    record.writtenMs = realtimeMs();
+    line = provenance::renderRecordJson(record);
+    recordJson_ = line;
+    recordSeries_ = provenance::renderRecordPrometheus(record);
+    if (!s.enabled || s.dir.empty()) return;
+    path = fileStem(s.dir, node_) + ".provenance.json";
+  }
+  // One write of one line with O_APPEND: copies of the library in one process (NCCL dlopens
+  // each plugin name on its own) add their lines without a lock, each line whole. The first
+  // record of the process starts the file, so a file a process with the same pid left behind
+  // is never merged with this one.
+  (void)makeDirectories(path.substr(0, path.rfind('/')));
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (first ? O_TRUNC : O_APPEND);
+  const int fd = ::open(path.c_str(), flags, 0644);
+  bool ok = fd >= 0;
+  if (ok) {
+    const std::string text = line + "\n";
+    ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ok = ::close(fd) == 0 && ok;
+  }
+  if (!ok) {
+    PILOT_LOG(log, Warn, kFlags, "cannot write %s: %s; the summary still carries the record",
+              path.c_str(), std::strerror(errno));
+  }
+}
+
+std::string MetricsRuntime::recordPath() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!settings_ || settings_->dir.empty()) return "";
+  return fileStem(settings_->dir, node_) + ".provenance.json";
 }
 
 std::string MetricsRuntime::statePath() {

@@ -162,24 +162,6 @@ void calibrationLine(std::string* out, const ProcessReport& p, const CommReport&
 
 }  // namespace
 
-std::string jsonString(const std::string& value) {
-  static const char* const kHex = "0123456789abcdef";
-  std::string out = "\"";
-  for (unsigned char c : value) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 std::string renderSummary(const ProcessReport& p) {
   std::string out = "{";
   field(&out, "kind", "\"process\"");
@@ -200,6 +182,7 @@ std::string renderSummary(const ProcessReport& p) {
             ",\"records\":" + num(n.records) + ",\"dropped\":" + num(n.dropped) +
             ",\"dropped_calls\":" + num(n.droppedCalls) + "}");
   out += "}\n";
+  if (!p.recordJson.empty()) out += p.recordJson + "\n";
   for (const CommReport& c : p.comms) appendCommunicator(&out, p, c);
   return out;
 }

@@ -38,6 +38,7 @@
 #include "entry_guard.h"
 #include "net/adapters.h"
 #include "net/process.h"
+#include "record/process_record.h"
 
 namespace pilot::plugin {
 namespace {
@@ -53,22 +54,32 @@ struct NetContext {
   int trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 };
 
+/// What this process runs, once per ABI (record/process_record.h); `caller` is in NCCL.
+void noteInit(int abi, const void* caller) {
+  NcclLogger log = netLogger();
+  noteProcessInit("net", abi, caller, log);
+}
+
 // v6 .. v9 share init(logger); v10 adds the profiler callback, which we ignore (no events).
+template <int Version>
 ncclResult_t initOnce(ncclDebugLogger_t logFn) {
   startNetProcess(logFn);
+  noteInit(Version, __builtin_return_address(0));
   return ncclSuccess;
 }
 
 ncclResult_t initV10(ncclDebugLogger_t logFn, ncclProfilerCallback_t /*profFn*/) {
   startNetProcess(logFn);
+  noteInit(10, __builtin_return_address(0));
   return ncclSuccess;
 }
 
-template <typename Config>
+template <int Version, typename Config>
 ncclResult_t initPerComm(void** ctx, uint64_t commId, Config* config, ncclDebugLogger_t logFn,
                          ncclProfilerCallback_t /*profFn*/) {
   if (ctx != nullptr) *ctx = nullptr;  // before anything: NCCL may finalize it after a failure
   startNetProcess(logFn);
+  noteInit(Version, __builtin_return_address(0));
   NcclLogger log = netLogger();
   return guard(&log, kFlags, "init", ncclSuccess, [&] {
     if (ctx == nullptr) {
@@ -161,22 +172,22 @@ namespace a = pilot::plugin::netabi;
 
 extern "C" {
 PILOT_EXPORT ncclNet_v6_t ncclNetPlugin_v6 = {
-    p::kNetName,    p::initOnce,  a::devices,  a::getProperties<6, ncclNetProperties_v6_t>,
-    a::listen,      p::connectV6, p::acceptV6, a::regMrInt,
-    a::regMrDmaBuf, a::deregMr,   a::isendInt, a::irecvInt,
+    p::kNetName,    p::initOnce<6>, a::devices,  a::getProperties<6, ncclNetProperties_v6_t>,
+    a::listen,      p::connectV6,   p::acceptV6, a::regMrInt,
+    a::regMrDmaBuf, a::deregMr,     a::isendInt, a::irecvInt,
     PILOT_NET_TAIL};
 PILOT_EXPORT ncclNet_v7_t ncclNetPlugin_v7 = {
-    p::kNetName,    p::initOnce,    a::devices,  a::getProperties<7, ncclNetProperties_v7_t>,
+    p::kNetName,    p::initOnce<7>, a::devices,  a::getProperties<7, ncclNetProperties_v7_t>,
     a::listen,      p::connectV7,   a::accept,   a::regMrInt,
     a::regMrDmaBuf, a::deregMr,     a::isendInt, a::irecvInt,
     PILOT_NET_TAIL, p::getDeviceMr, nullptr};
 PILOT_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
-    p::kNetName,    p::initOnce,    a::devices,  a::getProperties<8, ncclNetProperties_v8_t>,
+    p::kNetName,    p::initOnce<8>, a::devices,  a::getProperties<8, ncclNetProperties_v8_t>,
     a::listen,      p::connectV7,   a::accept,   a::regMr,
     a::regMrDmaBuf, a::deregMr,     a::isendInt, a::irecvInt,
     PILOT_NET_TAIL, p::getDeviceMr, nullptr};
 PILOT_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
-    p::kNetName,    p::initOnce,    a::devices, a::getProperties<9, ncclNetProperties_v9_t>,
+    p::kNetName,    p::initOnce<9>, a::devices, a::getProperties<9, ncclNetProperties_v9_t>,
     a::listen,      p::connectV7,   a::accept,  a::regMr,
     a::regMrDmaBuf, a::deregMr,     a::isend,   p::irecvSizeT,
     PILOT_NET_TAIL, p::getDeviceMr, nullptr,    nullptr};
@@ -186,7 +197,7 @@ PILOT_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
     a::regMrDmaBuf, a::deregMr,     p::isendV10, p::irecvV10,
     PILOT_NET_TAIL, p::getDeviceMr, nullptr,     nullptr};
 PILOT_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
-    p::kNetName,    p::initPerComm<ncclNetCommConfig_v11_t>,
+    p::kNetName,    p::initPerComm<11, ncclNetCommConfig_v11_t>,
     a::devices,     a::getProperties<11, ncclNetProperties_v11_t>,
     p::listenCtx,   p::connectCtx,
     a::accept,      a::regMr,
@@ -196,7 +207,7 @@ PILOT_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     nullptr,        nullptr,
     p::finalize,    p::setNetAttr<ncclNetAttr_v11_t>};
 PILOT_EXPORT ncclNet_v12_t ncclNetPlugin_v12 = {
-    p::kNetName,    p::initPerComm<ncclNetCommConfig_v12_t>,
+    p::kNetName,    p::initPerComm<12, ncclNetCommConfig_v12_t>,
     a::devices,     a::getProperties<12, ncclNetProperties_v12_t>,
     p::listenCtx,   p::connectCtx,
     a::accept,      a::regMr,

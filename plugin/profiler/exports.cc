@@ -15,6 +15,7 @@
 #include "pilot/metrics/event_path.h"
 #include "pilot/metrics/runtime.h"
 #include "pilot/tuner/graph_capture.h"
+#include "record/process_record.h"
 #include "tuner/process_facts.h"
 
 namespace pilot::plugin {
@@ -58,6 +59,7 @@ ncclResult_t initCommon(int abi, void** context, uint64_t commId, int* mask, con
   // Failing here would make NCCL unload the profiler for this communicator; an internal error
   // leaves no context instead, whose events are ignored.
   return guard(&log, kFlags, "init", ncclSuccess, [&]() -> ncclResult_t {
+    noteProcessInit("profiler", abi, caller, log);
     MetricsRuntime& runtime = MetricsRuntime::process();
     if (!runtime.enabled(log) || context == nullptr || mask == nullptr) return ncclSuccess;
     *mask = kMeasuringMask;

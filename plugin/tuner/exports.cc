@@ -12,6 +12,7 @@
 #include "entry_guard.h"
 #include "logger_bridge.h"
 #include "pilot/tuner/tuner_runtime.h"
+#include "record/process_record.h"
 #include "tuner/process_facts.h"
 
 namespace pilot::plugin {
@@ -38,6 +39,7 @@ ncclResult_t initContext(ContextParams params, const void* caller, ncclDebugLogg
   // An internal failure (even bad_alloc) leaves a null context, which every entry point treats
   // as "NCCL decides": only strict mode may fail a communicator.
   return guard(&log, "init", ncclSuccess, [&]() -> ncclResult_t {
+    noteProcessInit("tuner", params.abiVersion, caller, log);
     params.facts = readProcessFacts(params.abiVersion, caller);
     if (std::string warning = takeFabricWarning(); !warning.empty()) {
       PILOT_LOG(log, Warn, subsys::Init | subsys::Tuning | subsys::Env, "%s", warning.c_str());

@@ -42,11 +42,9 @@ FabricFact readFabric() {
 /// ncclResult_t ncclGetVersion(int* version), NCCL's API since 2.3.
 using GetVersion = int (*)(int*);
 
-struct FoundVersion {
-  int code = 0;  // 0: none found
-  std::string where;
-  std::string tried;  // what was looked at, when nothing answered
-};
+}  // namespace
+
+namespace {
 
 bool ask(void* symbol, const std::string& where, FoundVersion& out) {
   if (symbol == nullptr) return false;
@@ -57,6 +55,8 @@ bool ask(void* symbol, const std::string& where, FoundVersion& out) {
   }
   out.code = code;
   out.where = where;
+  Dl_info info{};
+  if (dladdr(symbol, &info) != 0 && info.dli_fname != nullptr) out.path = info.dli_fname;
   return true;
 }
 
@@ -69,6 +69,8 @@ bool askLoaded(const char* name, FoundVersion& out) {
   dlclose(handle);
   return found;
 }
+
+}  // namespace
 
 // Rank-local input too: the NCCL library this process runs. Alike on every rank of a job built
 // from one image; a container with another NCCL would match other nccl= rules (and NCCL itself
@@ -91,6 +93,8 @@ FoundVersion findRunningNccl(const void* caller) {
     out.tried = "no ncclGetVersion in the caller, the global scope or libnccl.so.2";
   return out;
 }
+
+namespace {
 
 /// The fabric is read once per process, so every communicator matches the same one. (The
 /// version is asked at each init: cheap, and it is the NCCL calling this init that counts.)

@@ -24,6 +24,16 @@ tuner::ProcessFacts readProcessFacts(int abiVersion, const void* caller);
 tuner::ProcessFacts readProcessFacts(const tuner::Range& implied, const std::string& abi,
                                      const void* caller);
 
+/// The NCCL a code address belongs to (its library's ncclGetVersion), else the one in the
+/// global scope, else an already loaded libnccl.so.2.
+struct FoundVersion {
+  int code = 0;  ///< 0: none found
+  std::string where;
+  std::string path;   ///< the library whose ncclGetVersion answered
+  std::string tried;  ///< what was looked at, when nothing answered
+};
+FoundVersion findRunningNccl(const void* caller);
+
 /// A malformed NCCL_PILOT_TUNER_FABRIC, once per process (then ""): for one WARN.
 std::string takeFabricWarning();
 

@@ -34,7 +34,7 @@ std::string kindOf(const std::string& line) {
 
 bool isOurKind(const std::string& kind) {
   return kind == "calibration" || kind == "process" || kind == "communicator" ||
-         kind == "collective" || kind == "p2p";
+         kind == "collective" || kind == "p2p" || kind == "provenance";
 }
 
 size_t lineNumber(const std::string& where, const std::string& file) {

@@ -147,7 +147,7 @@ std::string readRecord(const json& j, CallRecord& r) {
 
 bool isOurKind(const std::string& kind) {
   return kind == "calibration" || kind == "process" || kind == "communicator" ||
-         kind == "collective" || kind == "p2p";
+         kind == "collective" || kind == "p2p" || kind == "provenance";
 }
 
 /// The files an input names: itself, or a directory's .jsonl files and those one level down.

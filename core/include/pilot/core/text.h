@@ -48,4 +48,12 @@ bool truncatesInto(double value) {
 /// apostrophe becomes &#39;, which XML and every HTML version read (&apos; is not HTML 4).
 std::string escapeXml(std::string_view s);
 
+/// A JSON string literal (quotes included) of arbitrary bytes: control characters and bytes
+/// outside ASCII are escaped, so a line stays valid whatever NCCL, the user or a file named
+/// things.
+std::string jsonString(std::string_view value);
+
+/// A Prometheus label value as the text exposition format escapes it (backslash, quote, newline).
+std::string escapeLabelValue(std::string_view value);
+
 }  // namespace pilot::text

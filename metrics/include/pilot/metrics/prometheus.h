@@ -19,13 +19,14 @@
 
 #include <string>
 
+#include "pilot/core/text.h"
+
 #include "pilot/metrics/report.h"
 
 namespace pilot::metrics {
 
 std::string renderTextfile(const ProcessReport& report);
 
-/// A label value as the exposition format quotes it (backslash, double quote, newline).
-std::string escapeLabelValue(const std::string& value);
+using text::escapeLabelValue;  // core/text.h
 
 }  // namespace pilot::metrics

@@ -94,6 +94,9 @@ struct ProcessReport {
   CommCounts communicators;
   uint64_t stallSeconds = 0;  ///< NCCL_PILOT_STALL_S
   std::vector<CommReport> comms;
+  /// What this process runs (provenance/record.h), as its JSON line and its series; empty until
+  /// the plugin published it.
+  std::string recordJson, recordSeries;
 };
 
 /// Bus bandwidth in GB/s of totals (sum of bus bytes over sum of time); 0 without time.

@@ -27,6 +27,7 @@
 #include "pilot/metrics/report.h"
 #include "pilot/metrics/settings.h"
 #include "pilot/metrics/state_file.h"
+#include "pilot/provenance/record.h"
 #include "pilot/tuner/tuner_runtime.h"
 
 namespace pilot::metrics {
@@ -61,6 +62,16 @@ class MetricsRuntime {
   void exportNow();
   /// The textfile of the last export (what GET /metrics answers).
   std::string lastTextfile();
+  /// What this process runs (provenance/record.h), built by the plugin at an init (the node,
+  /// pid and time are filled in here, as the other files name them): kept for
+  /// every later summary (its "provenance" line) and textfile (nccl_pilot_process_* series), and
+  /// written now to nccl_pilot_<node>_<pid>.provenance.json when metrics have a directory.
+  /// `first`: the first record written in this process (by any copy of the library), which
+  /// starts the file; later ones (another copy, another plugin kind) are appended to it, and
+  /// readers merge a process's lines. Reads the settings (and logs them) if nothing did yet.
+  void publishRecord(provenance::ProcessRecord record, bool first, Logger& log);
+  std::string recordPath();
+
   /// Where the files go; empty without a directory.
   std::string textfilePath();
   std::string summaryPath();
@@ -135,6 +146,7 @@ class MetricsRuntime {
   bool writeWarned_ = false;
   std::mutex textfileMutex_;  // the last textfile, for GET /metrics
   std::string textfile_;
+  std::string recordJson_, recordSeries_;  // mutex_
 
   std::unique_ptr<Exporter> exporter_;
   int httpPort_ = 0;

@@ -3,6 +3,7 @@
 //   {"kind":"process", "node", "pid", "version", "slurm_job_id", "slots", "orphans":{"foreign",
 //    "stale", "group_left_open"}, "groups_in_use", "communicators":{"live", "finished",
 //    "records", "dropped", "dropped_calls"}}   (finished_comms.h)
+//   {"kind":"provenance", ...}   what the process runs (provenance/record.h), once published
 //   {"kind":"communicator", "comm", "comm_name", "rank", "nranks", "n_nodes", "gpu", "node",
 //    "pid", "abi", "finalized", ["folded", "first_comm", "last_comm"] (a record of finished
 //    communicators of one name and shape: how many, the first and last finalized; "comm" is then
@@ -31,6 +32,7 @@
 
 #include <string>
 
+#include "pilot/core/text.h"
 #include "pilot/metrics/report.h"
 
 namespace pilot::metrics {
@@ -40,8 +42,6 @@ std::string renderSummary(const ProcessReport& report);
 /// One communicator's lines: its "communicator" line, its keys', its calibration lines.
 void appendCommunicator(std::string* out, const ProcessReport& process, const CommReport& c);
 
-/// A JSON string literal (quotes included) of arbitrary bytes: control characters and bytes
-/// outside ASCII are escaped, so the line stays valid whatever NCCL or the user named things.
-std::string jsonString(const std::string& value);
+using text::jsonString;  // core/text.h
 
 }  // namespace pilot::metrics

@@ -1,13 +1,13 @@
-// The environment variables NCCL reads, for the env check's "unknown name" test. Gathered from
+// The environment variables NCCL reads, for telling a setting from a typo. Gathered from
 // NVIDIA/nccl's sources at the tags v2.18.6 .. v2.30.7 (NCCL_PARAM(..., "NAME", ...),
 // DEFINE_NCCL_PARAM, getenv/ncclGetEnv("NCCL_...") in src/ and the plugins, and the names
 // docs/userguide/source/env.rst documents): names only, sorted. A later NCCL may add names; the
 // check then says "unknown to NCCL up to 2.30", not "wrong".
-#include "env_names.h"
+#include "pilot/provenance/nccl_settings.h"
 
 #include "pilot/core/text.h"
 
-namespace pilot::doctor::detail {
+namespace pilot::provenance {
 namespace {
 
 // One string, split once: the list stays a compact block of names.
@@ -118,4 +118,4 @@ const std::vector<std::string_view>& ncclVariableNames() {
   return names;
 }
 
-}  // namespace pilot::doctor::detail
+}  // namespace pilot::provenance

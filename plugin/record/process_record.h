@@ -11,6 +11,8 @@
 // dangerous setting, an unknown NCCL_* name) is logged once, never more.
 #pragma once
 
+#include <vector>
+
 #include "pilot/core/log.h"
 #include "pilot/provenance/record.h"
 
@@ -21,7 +23,9 @@ namespace pilot::plugin {
 /// after the first call per (kind, abi): a lock and a look at a short list. Never throws.
 void noteProcessInit(const char* kind, int abi, const void* caller, Logger& log) noexcept;
 
-/// The record as this copy would build it now (tests, and `noteProcessInit`).
-provenance::ProcessRecord buildProcessRecord(const void* caller);
+/// The record as this copy would build it now, with the mapped libnccl given (`noteProcessInit`
+/// reads them again only when objects were loaded since).
+provenance::ProcessRecord buildProcessRecord(const void* caller,
+                                             std::vector<provenance::Library> libraries);
 
 }  // namespace pilot::plugin

@@ -18,6 +18,7 @@ from xml.etree import ElementTree
 import explore_check
 import hang_check
 import metrics_check
+import provenance_check
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 NCCL_FUNC = {"AllReduce": "allreduce", "AllGather": "allgather", "ReduceScatter": "reducescatter"}
@@ -443,6 +444,12 @@ def main():
             metrics_check.check_profiler(report, phase)
             hang_check.check_hang(report, phase)
             check_warnings(report, phase, expected=hang_check.RE_STALL_WARN)
+            summary["phases"][name] = {}
+            continue
+        if name == "provenance":  # one size: what each process recorded, not the sweep
+            check_shutdown(report, phase)
+            check_hosts(report, phase)
+            provenance_check.check_provenance(report, phase)
             summary["phases"][name] = {}
             continue
         check_shutdown(report, phase)

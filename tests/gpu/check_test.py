@@ -2,9 +2,9 @@
 
 Starts from a real recorded run (recorded/h200-nccl2.28.9-4ranks, all checks pass), changes one
 piece of evidence the way a broken library or NCCL would, and asserts that exactly the check
-covering it fails. The metrics and hang phases, which that recording predates, are built here
-(synthesize_metrics_phase, synthesize_hang_phase: files the built library and nccl-pilot write
-on the fake NCCL, not recordings). PILOT_BUILD names the build tree whose nccl-pilot computes the
+covering it fails. The metrics, hang and provenance phases, which that recording predates, are
+built here (synthesize_metrics_phase, synthesize_hang_phase, synthesize_provenance_phase: files
+the built library and nccl-pilot write on the fake NCCL, not recordings). PILOT_BUILD names the build tree whose nccl-pilot computes the
 expectations and whose fake-NCCL tools build those phases.
 
 Usage: PILOT_BUILD=build python3 -m unittest tests/gpu/check_test.py
@@ -760,6 +760,129 @@ class HangPhase(RecordedRunCase):
         failed, out = self.failures()
         self.assertEqual(failed, ["hang warnings"])
         self.assertIn("1 WARN from us, first: PROFILER/Pilot: cannot write", out)
+
+
+def synthesize_provenance_phase(root):
+    """A "provenance" phase for these tests, not a GPU recording: NCCL's logs are the recorded
+    pilot phase's; each rank is a process of the fake NCCL (tests/provenance: a libnccl.so.2 of
+    2.28.9, the recorded run's version, copied under site-packages/nvidia/nccl/lib as PyTorch's
+    wheel places it) loading the built net, tuner and profiler each from its own library with
+    run.sh's settings, so the records and the lines our library logs are real. Each rank's
+    result says what rank.py would: its pid, torch's NCCL version and the libnccl it maps."""
+    run_json = root / "run.json"
+    run_info = json.loads(run_json.read_text(encoding="utf-8"))
+    phase = root / "provenance"
+    shutil.copytree(root / "pilot", phase)
+    wheel = phase / "venv" / "lib" / "site-packages" / "nvidia" / "nccl" / "lib"
+    wheel.mkdir(parents=True)
+    shutil.copy(BUILD / "tests" / "provenance" / "nccl-2.28.9" / "libnccl.so.2", wheel)
+    (phase / "empty-sysfs").mkdir()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_") and
+            k not in ("RANK", "LOCAL_RANK")}
+    lib = BUILD / "lib"
+    for rank in range(run_info["ranks"]):
+        env = dict(base, NCCL_DEBUG="INFO", NCCL_SOCKET_IFNAME="lo", NCCL_IB_DISABLE="1",
+                   NCCL_HOSTID=f"pilot-validation-host-{rank}", NCCL_PILOT_TRANSPORT="none",
+                   NCCL_PILOT_METRICS="1", NCCL_PILOT_METRICS_DIR=str(phase / "metrics"),
+                   RANK=str(rank), LOCAL_RANK="0", NCCL_PILOT_SYSFS_ROOT=str(phase / "empty-sysfs"),
+                   NCCL_PILOT_HWLOC_XML=str(HERE.parent / "topology" / "data" / "hwloc" /
+                                            "baremetal-2gpu-2nic-switch.xml"))
+        done = run_env(env, BUILD / "bin" / "pilot_provenance_rank", "--nccl",
+                       wheel / "libnccl.so.2", "--net", lib / "libnccl-net-pilot.so", "--tuner",
+                       lib / "libnccl-tuner-pilot.so", "--profiler",
+                       lib / "libnccl-profiler-pilot.so", "--rank", rank, "--nranks",
+                       run_info["ranks"])
+        pid = re.search(r"done \(pid (\d+)\)", done.stdout)
+        if done.returncode != 0 or not pid:
+            raise AssertionError("pilot_provenance_rank failed: " + done.stdout + done.stderr)
+        with open(phase / f"rank{rank}.nccl.log", "a", encoding="utf-8") as log:
+            log.writelines(line + "\n" for line in done.stderr.splitlines() if " NCCL " in line)
+        result_path = phase / f"rank{rank}.json"
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+        result.update(pid=int(pid.group(1)), nccl=run_info["nccl"],
+                      libnccl=[str(wheel / "libnccl.so.2")])
+        result_path.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    run_info["phases"] += ",provenance"
+    run_json.write_text(json.dumps(run_info, indent=1), encoding="utf-8")
+
+
+def run_env(env, *args):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, check=False,
+                          env=env)
+
+
+class ProvenancePhase(RecordedRunCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        synthesize_provenance_phase(cls.good)
+
+    def edit_records(self, old, new):
+        for path in (self.dir / "provenance" / "metrics").glob("*.provenance.json"):
+            self.edit(path.relative_to(self.dir), old, new)
+
+    def edit_results(self, change):
+        for path in (self.dir / "provenance").glob("rank*.json"):
+            result = json.loads(path.read_text(encoding="utf-8"))
+            change(result)
+            path.write_text(json.dumps(result), encoding="utf-8")
+
+    def test_the_provenance_phase_passes_on_records_the_library_wrote(self):
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        self.assertRegex(out, r"PASS provenance provenance +all 4 records name the libnccl each "
+                         r"process maps.*site-packages/nvidia/nccl/lib/libnccl.so.2; net v11, "
+                         r"tuner v5, profiler v5")
+        self.assertRegex(out, r"PASS provenance own-warn +0 of 4 ranks logged one WARN from us")
+
+    def test_a_record_of_another_version_than_torch_s(self):
+        self.edit("provenance/rank2.json", r'"nccl": "2.28.9"', '"nccl": "2.28.3"')
+        failed, out = self.failures()
+        self.assertEqual(failed, ["provenance provenance"])
+        self.assertIn("rank 2: record says NCCL '2.28.9', torch.cuda.nccl.version() '2.28.3'", out)
+
+    def test_a_record_naming_another_libnccl(self):
+        self.edit_records(r'("nccl":\{"version":"2.28.9","path":")[^"]*',
+                          r"\1/usr/lib/libnccl.so.2")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["provenance provenance"])
+        self.assertIn("rank 0: record's NCCL '/usr/lib/libnccl.so.2' is not the libnccl the "
+                      "process maps", out)
+
+    def test_a_library_torch_did_not_bundle(self):
+        self.edit_results(lambda r: r.update(libnccl=["/usr/lib/libnccl.so.2"]))
+        self.edit_records(r'("path":")[^"]*site-packages/nvidia/nccl/lib/libnccl.so.2',
+                          r"\1/usr/lib/libnccl.so.2")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["provenance provenance"])
+        self.assertIn("rank 0: /usr/lib/libnccl.so.2 is not PyTorch's bundled libnccl", out)
+
+    def test_a_rank_without_a_record(self):
+        pid = json.loads((self.dir / "provenance" / "rank3.json").read_text())["pid"]
+        next((self.dir / "provenance" / "metrics").glob(f"*_{pid}.provenance.json")).unlink()
+        failed, out = self.failures()
+        self.assertEqual(failed, ["provenance provenance"])
+        self.assertIn(f"rank 3: no record of pid {pid}", out)
+
+    def test_a_plugin_the_record_does_not_name(self):
+        self.edit_records(r'\{"kind":"tuner","abi":5,"path":"[^"]*"\}', "")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["provenance provenance"])
+        self.assertIn("tuner plugin None is not NCCL_TUNER_PLUGIN's", out)
+
+    def test_nccl_linked_into_libtorch_is_a_skip(self):
+        self.edit_results(lambda r: r.update(libnccl=[]))
+        failed, out = self.failures()
+        self.assertEqual(failed, [])
+        self.assertRegex(out, r"SKIP provenance provenance +ranks \[0, 1, 2, 3\] map no libnccl")
+
+    def test_two_warns_of_ours_in_one_process(self):
+        with open(self.dir / "provenance" / "rank1.nccl.log", "a", encoding="utf-8") as log:
+            log.write("h:1:1 [0] NCCL WARN NET/Pilot: this process: NCCL_PROTO=LL128 ...\n"
+                      "h:1:1 [0] NCCL WARN TUNER/Pilot: this process: NCCL_PROTO=LL128 ...\n")
+        failed, out = self.failures()
+        self.assertEqual(failed, ["provenance own-warn"])
+        self.assertIn("more than one WARN from us: rank 1: 2", out)
 
 
 class RecordedFailure(unittest.TestCase):

@@ -127,6 +127,18 @@ def run_churn(groups, iters, rank, world, device):
     return record
 
 
+def mapped_libnccl():
+    """The libnccl.so files this process maps (torch's own, and any other copy), for the
+    provenance phase to compare with what our library recorded."""
+    found = set()
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        for line in maps:
+            fields = line.split(None, 5)  # address perms offset dev inode [path]
+            if len(fields) == 6 and os.path.basename(fields[5].strip()).startswith("libnccl.so"):
+                found.add(fields[5].strip())
+    return sorted(found)
+
+
 def main():
     rank, world, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     sizes = [int(s) for s in sys.argv[4].split(",")]
@@ -148,6 +160,8 @@ def main():
                                 world_size=world, device_id=device,
                                 timeout=datetime.timedelta(seconds=120))
         result["init_s"] = round(time.monotonic() - started, 3)
+        result["pid"] = os.getpid()
+        result["libnccl"] = mapped_libnccl()
         for coll in COLLECTIVES:
             for size in sizes:
                 if size % (ELEMENT * world):

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU validation with the real NCCL: several ranks as separate processes on one machine (one
 # GPU is enough), each with its own NCCL_HOSTID, so NCCL treats every rank as another host and
-# must move all data through the network plugin. Seven phases, all but hang a full sweep of
-# all-reduce, all-gather and reduce-scatter with exact result checks:
+# must move all data through the network plugin. Eight phases, all but hang and provenance a full
+# sweep of all-reduce, all-gather and reduce-scatter with exact result checks:
 #   baseline   NCCL's own Socket transport, no plugins: proves the NCCL_HOSTID setup works and
 #              records NCCL's default decisions
 #   pilot      our net plugin (NCCL_NET=Pilot, so a failure to load is fatal) and our tuner
@@ -23,6 +23,12 @@
 #              stopped (SIGSTOP) for 10 s in another while the others wait; run.sh runs
 #              `nccl-pilot hang` during each pause (drive_hang), which must name rank 1; every
 #              result exact. About 40 s (an estimate: not yet run on a GPU)
+#   provenance NCCL's Socket transport; our net (topology only), tuner and profiler each from
+#              its own library, NCCL_PILOT_METRICS=1, RANK set as torchrun sets it; one 64K
+#              size, one iteration: each rank's provenance record must name the libnccl PyTorch
+#              mapped (rank.py reads /proc/self/maps) and the version torch.cuda.nccl.version()
+#              gives, and our three plugins; at most one WARN from us per rank
+#              (provenance_check.py; issue 31)
 # then tests/gpu/check.py prints one PASS/FAIL line per check with its evidence and writes
 # summary.json. Everything lands in the output folder. docs/validation.md explains each check.
 #
@@ -34,10 +40,11 @@
 #   --dry-run  no GPU: copy a recorded run (logs and results of a real one) and check it with the
 #              expectations the built CLI computes now (what CI runs)
 # Defaults: --out gpu-validation --build build --ranks 4 --gpus 1 --sizes 1K,8K,64K,512K,4M,16M
-#           --iters 3 --phases baseline,pilot,tuned,topo-only,metrics,explore,hang
+#           --iters 3 --phases baseline,pilot,tuned,topo-only,metrics,explore,hang,provenance
 #           --phase-timeout 60 (the hang phase gets its 25 s of pauses on top)
 # Needs: the built libnccl-net-pilot.so, libnccl-tuner-pilot.so, libnccl-profiler-pilot.so and
-# nccl-pilot (BUILD/lib, BUILD/bin); for a real run python3 with PyTorch and its NCCL, and a GPU.
+# nccl-pilot (BUILD/lib, BUILD/bin); for a real run python3 with PyTorch and its NCCL, and a GPU
+# (without PyTorch a real run prints why and exits 77: skipped).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -47,7 +54,7 @@ ranks=4
 gpus=1
 sizes=1K,8K,64K,512K,4M,16M
 iters=3
-phases=baseline,pilot,tuned,topo-only,metrics,explore,hang
+phases=baseline,pilot,tuned,topo-only,metrics,explore,hang,provenance
 python=${PYTHON:-python3}
 phase_timeout=60
 dry_run=""
@@ -80,7 +87,7 @@ done
 [[ $iters =~ ^[0-9]+$ && $iters -ge 1 ]] || die "--iters takes a positive number"
 [[ $phase_timeout =~ ^[0-9]+$ && $phase_timeout -ge 10 ]] || die "--phase-timeout takes >= 10"
 for phase in ${phases//,/ }; do
-  case $phase in baseline | pilot | tuned | topo-only | metrics | explore | hang) ;;
+  case $phase in baseline | pilot | tuned | topo-only | metrics | explore | hang | provenance) ;;
   *) die "unknown phase '$phase'" ;;
   esac
 done
@@ -135,8 +142,17 @@ else
     ((b % (4 * ranks) == 0)) || die "size $s is not a multiple of 4 x $ranks bytes"
     byte_sizes+=${byte_sizes:+,}$b
   done
-  nccl_version=$("$python" -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))') ||
-    die "$python cannot import torch"
+  # Every phase runs PyTorch's NCCL: without it there is nothing to validate (a skip, not a
+  # failure of ours).
+  torch_error=$(mktemp)
+  if ! nccl_version=$("$python" -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))' \
+    2>"$torch_error"); then
+    echo "gpu/run.sh: SKIP: $python cannot import torch or read its NCCL version:" \
+      "$(tail -n 1 "$torch_error")"
+    rm -f "$torch_error"
+    exit 77
+  fi
+  rm -f "$torch_error"
   clear_out
   cp "$here/validation.table" "$out/validation.table"
   table_sha=$("$cli" explain --table "$out/validation.table" --digest) ||
@@ -280,6 +296,12 @@ run_phase() { # PHASE
     mode=(NCCL_PILOT_TRANSPORT=none NCCL_NET_PLUGIN="$net_lib" NCCL_PILOT_TUNER_EXPLORE=0.25
       NCCL_PILOT_METRICS_DIR="$dir/metrics" NCCL_PILOT_METRICS_INTERVAL_S=5)
     ;;
+  provenance)
+    # Each plugin from its own library: three copies of ours in the process, one record.
+    mode=(NCCL_PILOT_TRANSPORT=none NCCL_NET_PLUGIN="$net_lib" NCCL_TUNER_PLUGIN="$tuner_lib"
+      NCCL_PROFILER_PLUGIN="$profiler_lib" NCCL_PILOT_METRICS=1
+      NCCL_PILOT_METRICS_DIR="$dir/metrics")
+    ;;
   hang)
     # Our profiler alone, on NCCL's own transport, as a job that only wants the forensics; the
     # export interval stays at its default (30 s): an idle rank's state is due every 30 s, one
@@ -291,21 +313,25 @@ run_phase() { # PHASE
   esac
   mkdir -p "$dir"
   port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  local -a pids=() worker
-  local begin=$SECONDS limit=$phase_timeout
+  local -a pids=() worker launcher=()
+  local begin=$SECONDS limit=$phase_timeout phase_sizes=$byte_sizes phase_iters=$iters
   if [[ $phase == hang ]]; then
     limit=$((phase_timeout + hang_late_s + hang_stop_s))
     mkdir -p "$dir/control"
   fi
+  # The provenance phase checks records, not the sweep: one size (a multiple of 4 x 16 ranks).
+  if [[ $phase == provenance ]]; then phase_sizes=65536 phase_iters=1; fi
   for ((r = 0; r < ranks; r++)); do
+    # torchrun's variables, which the record takes the rank from (each rank is its own host).
+    if [[ $phase == provenance ]]; then launcher=(RANK="$r" LOCAL_RANK=0); fi
     if [[ $phase == hang ]]; then
       worker=("$here/hang_rank.py" "$r" "$ranks" "$port" "$dir/rank$r.json" "$gpus"
         "$dir/control")
     else
-      worker=("$here/rank.py" "$r" "$ranks" "$port" "$byte_sizes" "$iters" "$dir/rank$r.json"
-        "$gpus")
+      worker=("$here/rank.py" "$r" "$ranks" "$port" "$phase_sizes" "$phase_iters"
+        "$dir/rank$r.json" "$gpus")
     fi
-    env "${common[@]}" "${mode[@]}" \
+    env "${common[@]}" "${mode[@]}" "${launcher[@]}" \
       NCCL_HOSTID="pilot-validation-host-$r" \
       NCCL_DEBUG_FILE="$dir/rank$r.nccl.log" \
       NCCL_PILOT_TOPO_DUMP="$dir/rank$r.pilot-topo.xml" \

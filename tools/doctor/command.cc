@@ -1,9 +1,11 @@
 // `nccl-pilot doctor`: runs the checks of the doctor/ layer on this machine (or a recorded
 // tree) and prints one line per finding, or JSON; writes this node's fingerprint for the
-// distributed check, or compares the fingerprints of all nodes.
+// distributed check, or compares the fingerprints of all nodes; or, with --job, compares what
+// every rank of a job ran (the provenance records under its metrics directory).
 #include <unistd.h>
 
 #include <climits>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -14,6 +16,7 @@
 #include "doctor/probes.h"
 #include "doctor/report.h"
 #include "pilot/doctor/doctor.h"
+#include "pilot/doctor/job_audit.h"
 #include "pilot/topology/sources.h"
 
 namespace pilot::cli {
@@ -26,6 +29,7 @@ struct DoctorOptions {
   std::string fingerprintDir;
   std::string compareDir;
   std::string node;
+  std::string jobDir;
 };
 
 std::string hostName(const std::string& sysfsRoot) {
@@ -54,7 +58,39 @@ int runCompare(const DoctorOptions& opts) {
   return agree ? 0 : kExitFailure;
 }
 
+int runJob(const DoctorOptions& opts) {
+  if (!opts.compareDir.empty() || !opts.fingerprintDir.empty() || !opts.only.empty() ||
+      !opts.node.empty() || opts.sysfsRoot != "/") {
+    return reportError(
+        "--job reads a job's records; it takes no --compare, --fingerprint, --node, --only or "
+        "--sysfs-root",
+        kExitUsage);
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(opts.jobDir, ec))
+    return reportError("--job: no such directory: " + opts.jobDir, kExitUsage);
+  const doctor::JobRecords records = doctor::readJobRecords({opts.jobDir});
+  if (records.processes.empty()) {
+    for (const std::string& note : records.notes) std::cerr << "note: " << note << "\n";
+    return reportError(
+        "no nccl-pilot provenance record under " + opts.jobDir +
+            " (nccl_pilot_*.provenance.json, or a \"provenance\" line in nccl_pilot_*.jsonl): "
+            "set NCCL_PILOT_METRICS_DIR on every rank (a shared folder, or gather each node's "
+            "files into one) and run the job with nccl-pilot as NCCL's plugin",
+        kExitUsage);
+  }
+  const doctor::JobAudit audit = doctor::auditJob(records, opts.jobDir);
+  if (opts.json) {
+    std::cout << jobJson(audit).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
+  } else {
+    printJobText(std::cout, audit);
+  }
+  return doctor::exitStatus(doctor::summarize(audit.findings));
+}
+
 int runDoctorCommand(const DoctorOptions& opts) {
+  if (!opts.jobDir.empty()) return runJob(opts);
   if (!opts.compareDir.empty()) {
     if (!opts.fingerprintDir.empty() || !opts.only.empty())
       return reportError("--compare reads fingerprints; it takes no --fingerprint or --only",
@@ -95,7 +131,8 @@ Command addDoctorCommand(CLI::App& app) {
       "doctor",
       "Find what makes NCCL slow on this machine before a job runs (ACS, PCIe links, IOMMU, GPU "
       "Direct RDMA, RDMA ports, RoCE, NUMA, memlock, CPU governor, NCCL libraries, NCCL_* "
-      "variables); exit 1 with any FAIL");
+      "variables); exit 1 with any FAIL. With --job DIR: compare what every rank of a job ran "
+      "(NCCL version and library, libnccl copies, table, plugins, NCCL_* settings)");
   sub->add_option("--sysfs-root", opts->sysfsRoot,
                   "Directory holding the sys/ and proc/ trees to read (a recorded machine)")
       ->capture_default_str();
@@ -110,6 +147,12 @@ Command addDoctorCommand(CLI::App& app) {
   sub->add_option("--compare", opts->compareDir,
                   "Compare the fingerprints in DIR and name every node that differs from the "
                   "majority; exit 1 when any does");
+  sub->add_option("--job", opts->jobDir,
+                  "Compare the provenance records every rank wrote under DIR (its "
+                  "NCCL_PILOT_METRICS_DIR, or the nodes' files gathered there): FAIL for NCCL "
+                  "versions or libraries that differ, a second libnccl in a process, tuning "
+                  "tables that differ; WARN for debug-only, dangerous, unknown or differing "
+                  "NCCL_* settings; exit 1 with any FAIL, 2 when DIR holds no record");
   return {sub, [opts] { return runDoctorCommand(*opts); }};
 }
 

@@ -25,14 +25,16 @@ std::string whyOf(const std::vector<doctor::Fingerprint>& fingerprints, const st
 
 }  // namespace
 
+void printFinding(std::ostream& out, const doctor::Finding& f) {
+  out << std::left << std::setw(6) << doctor::verdictName(f.verdict) << std::setw(14) << f.check
+      << f.subject << " | " << f.evidence;
+  if (!f.fix.empty()) out << " | fix: " << f.fix;
+  out << "\n";
+}
+
 void printDoctorText(std::ostream& out, const doctor::DoctorReport& report) {
   out << "nccl-pilot doctor: " << report.machine << "\n";
-  for (const doctor::Finding& f : report.findings) {
-    out << std::left << std::setw(6) << doctor::verdictName(f.verdict) << std::setw(14) << f.check
-        << f.subject << " | " << f.evidence;
-    if (!f.fix.empty()) out << " | fix: " << f.fix;
-    out << "\n";
-  }
+  for (const doctor::Finding& f : report.findings) printFinding(out, f);
   const doctor::Summary s = doctor::summarize(report.findings);
   out << "summary: " << s.pass << " PASS, " << s.warn << " WARN, " << s.fail << " FAIL, " << s.skip
       << " SKIP (exit " << doctor::exitStatus(s) << ")\n";

@@ -13,6 +13,7 @@
 #include "hang/report.h"
 #include "hang/state_reader.h"
 #include "hang/timeline.h"
+#include "pilot/doctor/job_audit.h"
 
 namespace pilot::cli {
 namespace {
@@ -30,7 +31,7 @@ int runHang(const HangArgs& args) {
   if (args.nowMs >= 0) options.nowMs = args.nowMs;
   if (args.stallS > 0) options.stallS = args.stallS;
   options.readerNowMs = hang::readerClockMs();
-  const hang::HangReport report = hang::judge(inputs, options);
+  hang::HangReport report = hang::judge(inputs, options);
   for (const std::string& note : report.notes) std::cerr << "note: " << note << "\n";
   if (!inputs.anyReadable) return reportError("no readable input", kExitUsage);
   if (inputs.stateFilesSeen == 0) {
@@ -41,7 +42,14 @@ int runHang(const HangArgs& args) {
                            " state file(s) could be used (notes above)",
                        kExitUsage);
   }
-  std::cout << (args.json ? hang::reportJson(report) : hang::reportText(report));
+  // What every rank ran, when the same files say a rank runs another NCCL: one line.
+  report.jobAudit = doctor::jobHeadline(args.inputs);
+  if (args.json) {
+    std::cout << hang::reportJson(report);
+  } else {
+    std::cout << hang::reportText(report);
+    if (!report.jobAudit.empty()) std::cout << report.jobAudit << "\n";
+  }
   return report.stalls.empty() ? 0 : kExitFailure;
 }
 

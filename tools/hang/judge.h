@@ -29,6 +29,8 @@ struct HangReport {
   size_t summaries = 0;  ///< summary files read
   size_t comms = 0;      ///< communicators judged
   int64_t referenceMs = 0;
+  /// `doctor --job`'s one line on the same inputs ("" without a FAIL): the command fills it.
+  std::string jobAudit;
 };
 
 HangReport judge(const Inputs& inputs, const HangOptions& options);

@@ -179,7 +179,8 @@ std::string reportJson(const HangReport& r) {
                   {"files", r.files},
                   {"summaries", r.summaries},
                   {"communicators", r.comms},
-                  {"reference_ms", r.referenceMs}};
+                  {"reference_ms", r.referenceMs},
+                  {"job_audit", r.jobAudit.empty() ? json(nullptr) : json(r.jobAudit)}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 

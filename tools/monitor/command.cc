@@ -2,7 +2,8 @@
 // collective and size: calls, p50/p99 kernel time, bus bandwidth, which rule decided, the
 // calibrated value and drift, and which rank the others waited for. When the inputs hold the
 // ranks' live state files, first what `nccl-pilot hang` says of them: each stalled communicator
-// and each one's straggler now. Text on stdout, and with --html one self-contained page.
+// and each one's straggler now. Text on stdout, and with --html one self-contained page; with
+// the ranks' provenance records beside the summaries, one line when `doctor --job` finds a FAIL.
 #include <iostream>
 #include <memory>
 #include <set>
@@ -16,6 +17,7 @@
 #include "monitor/report.h"
 #include "monitor/summary_reader.h"
 #include "pilot/core/file.h"
+#include "pilot/doctor/job_audit.h"
 #include "pilot/version.h"
 
 namespace pilot::cli {
@@ -54,6 +56,10 @@ int runMonitor(const MonitorArgs& args) {
     return reportError("the summaries hold no measured collective");
   }
   std::cout << monitor::reportText(analysis, args.drift, live.live);
+  // What every rank ran, when the same files say a rank runs another NCCL: one line.
+  if (const std::string line = doctor::jobHeadline(args.inputs); !line.empty()) {
+    std::cout << line << "\n";
+  }
   if (!args.html.empty()) {
     monitor::HtmlOptions options;
     options.toolVersion = pilot::kVersion;

@@ -88,6 +88,8 @@ step "read back: calls, kernel times, decisions, drift against the table's calib
   "$pilot" monitor build/monitor-demo --html build/monitor.html
 step "a bundled stuck job (8 ranks, examples/monitoring/stuck-job): which rank the others wait for, and why (exit 1 expected)" \
   "$pilot" hang examples/monitoring/stuck-job || true
+step "what every rank of a bundled 4-rank job really loaded (examples/monitoring/odd-rank-job): another NCCL on rank 3, a second libnccl in rank 1, NCCL_PROTO=LL128 on rank 2 (exit 1 expected)" \
+  "$pilot" doctor --job examples/monitoring/odd-rank-job || true
 rm -rf build/long-job-demo
 mkdir -p build/long-job-demo
 step "a long RL job's process: its weight-sync group rebuilt 2,000 times (every tenth torn down mid-Broadcast) while the exporter writes; time per block, memory and files stay flat" \

@@ -4,8 +4,12 @@
 // fills it at its first init (plugin/record); `nccl-pilot doctor --job` compares the records of
 // a job's ranks (doctor/job_audit).
 //
-// On disk: one JSON object on one line, `nccl_pilot_<node>_<pid>.provenance.json` in the
-// metrics directory, and the same line in the summary (`nccl_pilot_<node>_<pid>.jsonl`):
+// On disk: `nccl_pilot_<node>_<pid>.provenance.json` in the metrics directory holds one JSON
+// object per line: the process's first record starts the file, and each later one (another
+// plugin kind or ABI, another copy of the library: NCCL dlopens each plugin name on its own) is
+// appended. A line names the plugins of the copy that wrote it, so readers merge a process's
+// lines (the newest for the rest). The profiler's copy's latest record is also a line of the
+// summary (`nccl_pilot_<node>_<pid>.jsonl`):
 //   {"kind":"provenance", "format":1, "node", "pid", "written_ms" (unix ms),
 //    "rank" (the launcher's global rank: "" unknown), "rank_from" (the variable it came from),
 //    "local_rank" ("" unknown), "pilot_version", "table" (NCCL_PILOT_TUNER_TABLE, "" none),

@@ -779,6 +779,10 @@ def synthesize_provenance_phase(root):
     (phase / "empty-sysfs").mkdir()
     base = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_") and
             k not in ("RANK", "LOCAL_RANK")}
+    # The fake NCCL dlcloses the net plugin at destroy, as NCCL does: its process-lifetime state
+    # is then unreachable, which LeakSanitizer reports under the ASan preset
+    # (tests/provenance/job_test.sh says the same); these records are what is tested here.
+    base["ASAN_OPTIONS"] = ":".join(filter(None, [base.get("ASAN_OPTIONS"), "detect_leaks=0"]))
     lib = BUILD / "lib"
     for rank in range(run_info["ranks"]):
         env = dict(base, NCCL_DEBUG="INFO", NCCL_SOCKET_IFNAME="lo", NCCL_IB_DISABLE="1",

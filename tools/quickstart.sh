@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# README step 1: install dependencies, build (build/), and run the demo on bundled data.
+# README step 1: install dependencies, build (build/) the library, the tool and the programs the
+# demo runs (the build preset "demo": none of the tests, which tools/run-tests.sh builds), and
+# run the demo on bundled data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tools/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release
+cmake --build --preset demo
 
 pilot=build/bin/nccl-pilot
 table=examples/h100-2node.table

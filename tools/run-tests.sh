@@ -101,7 +101,7 @@ run() {
   summary+=("$preset: $(fixture_skips "$dir")")
 }
 
-step setup tools/install-deps.sh
+step setup tools/install-deps.sh --tests
 run tsan build-tsan
 run asan build-asan
 # Last, so its summary is the closing block.

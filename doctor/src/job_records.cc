@@ -14,17 +14,17 @@
 
 #include "job_json.h"
 #include "pilot/core/file.h"
+#include "pilot/core/text.h"
 #include "pilot/doctor/job_audit.h"
 
 namespace pilot::doctor {
 namespace {
 
+using text::endsWith;
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-bool endsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 bool isSummaryName(std::string_view name) {
   return name.rfind("nccl_pilot_", 0) == 0 && endsWith(name, ".jsonl");
 }

@@ -2,10 +2,10 @@
 
 #include <cmath>
 
+#include "memory_order.h"
+
 namespace pilot::metrics {
 namespace {
-
-constexpr auto kRelaxed = std::memory_order_relaxed;
 
 void addDouble(std::atomic<double>& target, double value) {
   double current = target.load(kRelaxed);

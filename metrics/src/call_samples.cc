@@ -3,10 +3,11 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "memory_order.h"
+
 namespace pilot::metrics {
 namespace {
 
-constexpr auto kRelaxed = std::memory_order_relaxed;
 constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 44;
 
 }  // namespace

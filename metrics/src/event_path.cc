@@ -4,13 +4,10 @@
 #include <cstdlib>
 #include <new>
 
+#include "memory_order.h"
+
 namespace pilot::metrics {
 namespace {
-
-constexpr auto kRelaxed = std::memory_order_relaxed;
-constexpr auto kAcquire = std::memory_order_acquire;
-constexpr auto kRelease = std::memory_order_release;
-constexpr auto kAcqRel = std::memory_order_acq_rel;
 
 // Handle layout: magic (8 bits) | generation (24) | slot (24) | lane + 1 (8; 0 = the task).
 // The magic sits where a user-space pointer has zeros, so no pointer NCCL or another process

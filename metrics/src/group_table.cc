@@ -6,15 +6,11 @@
 
 #include <cerrno>
 
+#include "memory_order.h"
 #include "pilot/core/mix.h"
 
 namespace pilot::metrics::detail {
 namespace {
-
-constexpr auto kRelaxed = std::memory_order_relaxed;
-constexpr auto kAcquire = std::memory_order_acquire;
-constexpr auto kRelease = std::memory_order_release;
-constexpr auto kAcqRel = std::memory_order_acq_rel;
 
 // Handle layout: magic (8 bits, others than the event path's slots) | ticket (56 bits). A
 // ticket is the opening thread's serial (16 bits, from 1) and its count of groups (40 bits).

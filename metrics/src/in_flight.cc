@@ -4,12 +4,10 @@
 
 #include <algorithm>
 
+#include "memory_order.h"
+
 namespace pilot::metrics {
 namespace {
-
-constexpr auto kRelaxed = std::memory_order_relaxed;
-constexpr auto kAcquire = std::memory_order_acquire;
-constexpr auto kRelease = std::memory_order_release;
 
 // An entry's `what`: the operation (8 bits) | its channels (8) | peer + 1 (32; 0 = none) | done
 // at launch (bit 63: no kernel will report on it).

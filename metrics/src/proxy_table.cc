@@ -1,12 +1,9 @@
 #include "pilot/metrics/proxy_table.h"
 
+#include "memory_order.h"
+
 namespace pilot::metrics::detail {
 namespace {
-
-constexpr auto kRelaxed = std::memory_order_relaxed;
-constexpr auto kAcquire = std::memory_order_acquire;
-constexpr auto kRelease = std::memory_order_release;
-constexpr auto kAcqRel = std::memory_order_acq_rel;
 
 // Handle: magic (8) | generation (24) | record (16) | step (8: 0 = the ProxyOp, 1 = a step).
 // Its own magic: never one of the event path's task handles (0xB7) or group tickets.

@@ -12,6 +12,7 @@
 
 #include "pilot/tuner/table.h"
 #include "published_fixture.h"
+#include "text_file.h"
 
 namespace {
 
@@ -19,12 +20,7 @@ const std::string kL40s = testsupport::sharedFixture("nccl-tests/l40s-1n4gpu-all
 const std::string kSynthetic =
     std::string(PILOT_SOURCE_DIR) + "/tests/calibration/data/synthetic-2n-allreduce.txt";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testsupport::slurp;
 
 class FitCli : public ::testing::Test {
  protected:

@@ -23,7 +23,7 @@ using test::Truth;
 // A multi-node TCP cluster of the kind the g5 sweeps come from (one GPU per node): NCCL's
 // default is Ring, and Tree is 38% faster from 2 KB to 512 KB and 25% slower elsewhere.
 const Truth kRing = alphaBeta(300, 1.1);
-const Truth kTree = [](double s, int n) {
+const Truth kTreeTruth = [](double s, int n) {
   return kRing(s, n) * (s >= 2048 && s <= 524288 ? 0.62 : 1.25);
 };
 const Truth kAlmost = [](double s, int n) { return kRing(s, n) * 0.97; };  // inside the bar
@@ -44,8 +44,8 @@ Dataset clusterSweep(int defaultRuns, int forcedRuns, uint32_t seed, double ampl
         makeRun(cluster(), configOf("default", "", ""), kRing, noise, flatNoise(amplitude), r));
   }
   for (int r = 0; r < forcedRuns; ++r) {
-    data.runs.push_back(
-        makeRun(cluster(), configOf("tree", "Tree", ""), kTree, noise, flatNoise(amplitude), r));
+    data.runs.push_back(makeRun(cluster(), configOf("tree", "Tree", ""), kTreeTruth, noise,
+                                flatNoise(amplitude), r));
     data.runs.push_back(makeRun(cluster(), configOf("ring_ll", "Ring", "LL"), kAlmost, noise,
                                 flatNoise(amplitude), r));
   }
@@ -156,8 +156,8 @@ Dataset twinSweep(uint32_t seed, double amplitude) {
       makeRun(cluster(), configOf("ring_ll", "Ring", "LL"), kRing, noise, flatNoise(amplitude), 0));
   data.runs.push_back(makeRun(cluster(), configOf("ring_ll128", "Ring", "LL128"), slow, noise,
                               flatNoise(amplitude), 0));
-  data.runs.push_back(makeRun(cluster(), configOf("tree_simple", "Tree", "Simple"), kTree, noise,
-                              flatNoise(amplitude), 0));
+  data.runs.push_back(makeRun(cluster(), configOf("tree_simple", "Tree", "Simple"), kTreeTruth,
+                              noise, flatNoise(amplitude), 0));
   return data;
 }
 
@@ -220,7 +220,7 @@ TEST(FitEvidence, TooFewSizesToEstimateAnything) {
   Dataset data;
   data.runs.push_back(makeRun(spec, configOf("default", "", ""), kRing, noise, flatNoise(0.01), 0));
   data.runs.push_back(
-      makeRun(spec, configOf("tree", "Tree", ""), kTree, noise, flatNoise(0.01), 0));
+      makeRun(spec, configOf("tree", "Tree", ""), kTreeTruth, noise, flatNoise(0.01), 0));
   const FitResult r = fit(data, FitOptions{});
   ASSERT_EQ(r.shapes.size(), 1u);
   EXPECT_EQ(r.shapes[0].evidence.kind, EvidenceKind::TooLittle);
@@ -358,7 +358,7 @@ TEST(FitEvidence, SingleRunsNeverChooseWhatIsSlower) {
     data.runs.push_back(
         makeRun(cluster(), configOf("almost", "", "LL"), kAlmost, noise, flatNoise(0.08), 0));
     data.runs.push_back(
-        makeRun(cluster(), configOf("tree", "Tree", ""), kTree, noise, flatNoise(0.08), 0));
+        makeRun(cluster(), configOf("tree", "Tree", ""), kTreeTruth, noise, flatNoise(0.08), 0));
     const FitResult r = fit(data, FitOptions{});
     for (const Decision& d : r.decisions) {
       if (d.chosen == kDefaultChoice) continue;

@@ -13,6 +13,7 @@
 
 #include "metrics_test_support.h"
 #include "pilot/tuner/table.h"
+#include "text_file.h"
 
 namespace {
 
@@ -20,15 +21,10 @@ using pilot::calibration::test::calibrationLine;
 using pilot::calibration::test::CallNoise;
 using pilot::calibration::test::LineSpec;
 
-const std::string kSynthetic =
+const std::string kSyntheticSweep =
     std::string(PILOT_SOURCE_DIR) + "/tests/calibration/data/synthetic-2n-allreduce.txt";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testsupport::slurp;
 
 class FitMetricsCli : public ::testing::Test {
  protected:
@@ -134,7 +130,7 @@ TEST_F(FitMetricsCli, WithoutExplorationTheTableIsNcclsDefaultAndSaysWhy) {
 
 TEST_F(FitMetricsCli, MixedInputsEvaluateAndEmptyDirectoriesAreRefusedClearly) {
   writeJob(10);
-  EXPECT_EQ(run({"fit", metrics_, kSynthetic, "-o", dir_ + "/x.table"}), 2);
+  EXPECT_EQ(run({"fit", metrics_, kSyntheticSweep, "-o", dir_ + "/x.table"}), 2);
   EXPECT_NE(err_.find("mix profiler metrics"), std::string::npos) << err_;
   EXPECT_EQ(run({"fit", metrics_, "--evaluate"}), 2);
   EXPECT_NE(err_.find("profiler metrics have none to split"), std::string::npos) << err_;

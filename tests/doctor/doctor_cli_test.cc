@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
+#include "text_file.h"
 
 namespace pilot::doctor {
 namespace {
@@ -25,12 +26,7 @@ struct Result {
   std::string out, err;
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testsupport::slurp;
 
 class DoctorCli : public ::testing::Test {
  protected:

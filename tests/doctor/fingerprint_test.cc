@@ -13,7 +13,7 @@ Fingerprint node(const std::string& name, std::map<std::string, std::string> fac
   return Fingerprint{name, std::move(facts), {}};
 }
 
-std::map<std::string, std::string> healthy() {
+std::map<std::string, std::string> healthyFacts() {
   return {{"nccl.version", "2.28.9"},
           {"driver.nvidia", "550.54.15"},
           {"rdma.mlx5_0:1", "ACTIVE 400 Gb/sec (4X NDR) InfiniBand"},
@@ -23,8 +23,8 @@ std::map<std::string, std::string> healthy() {
 TEST(Fingerprint, OneOutlierIsNamedWithEveryFactItDiffersIn) {
   std::vector<Fingerprint> nodes;
   for (const char* n : {"node-a", "node-b", "node-c", "node-d"})
-    nodes.push_back(node(n, healthy()));
-  auto odd = healthy();
+    nodes.push_back(node(n, healthyFacts()));
+  auto odd = healthyFacts();
   odd["nccl.version"] = "2.27.3";
   odd["status.pcie-acs"] = "FAIL";
   odd.erase("rdma.mlx5_0:1");
@@ -45,18 +45,18 @@ TEST(Fingerprint, OneOutlierIsNamedWithEveryFactItDiffersIn) {
 }
 
 TEST(Fingerprint, AgreeingNodesGiveNothing) {
-  const Comparison c =
-      compareFingerprints({node("a", healthy()), node("b", healthy()), node("c", healthy())});
+  const Comparison c = compareFingerprints(
+      {node("a", healthyFacts()), node("b", healthyFacts()), node("c", healthyFacts())});
   EXPECT_TRUE(c.differences.empty());
   EXPECT_TRUE(c.splits.empty());
   EXPECT_TRUE(c.oddNodes().empty());
 }
 
 TEST(Fingerprint, AnEvenSplitHasNoMajority) {
-  auto other = healthy();
+  auto other = healthyFacts();
   other["driver.nvidia"] = "535.161.08";
   const Comparison c = compareFingerprints(
-      {node("a", healthy()), node("b", healthy()), node("c", other), node("d", other)});
+      {node("a", healthyFacts()), node("b", healthyFacts()), node("c", other), node("d", other)});
   EXPECT_TRUE(c.differences.empty());
   ASSERT_EQ(c.splits.size(), 1u);
   EXPECT_EQ(c.splits[0].key, "driver.nvidia");
@@ -66,9 +66,9 @@ TEST(Fingerprint, AnEvenSplitHasNoMajority) {
 }
 
 TEST(Fingerprint, TwoNodesCannotOutvoteEachOther) {
-  auto other = healthy();
+  auto other = healthyFacts();
   other["nccl.version"] = "2.27.3";
-  const Comparison c = compareFingerprints({node("a", healthy()), node("b", other)});
+  const Comparison c = compareFingerprints({node("a", healthyFacts()), node("b", other)});
   EXPECT_TRUE(c.differences.empty());
   ASSERT_EQ(c.splits.size(), 1u);
   EXPECT_EQ(c.splits[0].key, "nccl.version");

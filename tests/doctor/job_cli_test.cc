@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "job_support.h"
+#include "text_file.h"
 
 namespace pilot::doctor {
 namespace {
@@ -20,12 +21,7 @@ struct Ran {
   std::string out, err;
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testsupport::slurp;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;

@@ -72,7 +72,7 @@ StateComm comm(FuzzedDataProvider& in) {
   l.stalled = in.ConsumeBool();
   l.windowS = in.ConsumeFloatingPointInRange(0.0, 1e6);
   for (int n = in.ConsumeIntegralInRange(0, 3); n > 0; --n) {
-    WindowKey k;
+    pilot::metrics::WindowKey k;
     k.op = static_cast<Operation>(in.ConsumeIntegralInRange(0, 7));  // collectives
     k.bytes = uint64_t{1} << in.ConsumeIntegralInRange(0, 40);
     k.calls = in.ConsumeIntegralInRange<uint64_t>(1, 1u << 30);
@@ -150,7 +150,7 @@ void checkComm(const hang::CommState& got, const StateComm& want) {
   if (got.window.size() != l.window.size()) die(what + ": window keys lost");
   for (size_t i = 0; i < l.window.size(); ++i) {
     const hang::WindowKey& k = got.window[i];
-    const WindowKey& w = l.window[i];
+    const pilot::metrics::WindowKey& w = l.window[i];
     if (k.op != operationName(w.op) || k.bytes != w.bytes || k.calls != w.calls ||
         !same(k.meanUs, std::round(w.meanUs * 100.0) / 100.0))
       die(what + ": window key " + std::to_string(i) + " reads back otherwise");

@@ -9,6 +9,9 @@
 
 namespace pilot::metrics::events {
 
+/// A GPU globaltimer value (ns) to start the tests' channel times from.
+constexpr uint64_t kStart = 1'000'000;
+
 /// A monitor of rank `rank` of `nRanks`, measuring everything; its creator holds one reference.
 inline CommMonitor* newMonitor(int nRanks = 4, int rank = 0) {
   MetricsSettings settings;

@@ -11,7 +11,7 @@
 namespace pilot::metrics {
 namespace {
 
-constexpr uint64_t kStart = 1'000'000;
+using events::kStart;
 
 struct Released {
   void operator()(CommMonitor* m) const { m->release(); }

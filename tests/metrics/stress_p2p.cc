@@ -127,15 +127,15 @@ std::vector<Op> somePeers(int nRanks, int rank, bool pipeline, unsigned count, R
   return ops;
 }
 
-struct Description {
+struct P2pDescription {
   P2pEvent event;
   std::optional<Skip> defect;
   std::vector<unsigned> ids;  // the channels NCCL reports
 };
 
-Description describe(const Op& o, void* parent, Rng& rng) {
+P2pDescription describe(const Op& o, void* parent, Rng& rng) {
   const Datatype& t = kDatatypes[below(rng, std::size(kDatatypes))];
-  Description d;
+  P2pDescription d;
   d.event.func = o.op == Operation::Send ? "Send" : "Recv";
   d.event.datatype = t.name;
   d.event.count = o.bytes / t.bytes;
@@ -147,7 +147,7 @@ Description describe(const Op& o, void* parent, Rng& rng) {
 }
 
 /// One defect, as the collectives get them.
-void withDefect(Description* d, Rng& rng) {
+void withDefect(P2pDescription* d, Rng& rng) {
   switch (below(rng, 8)) {
     case 0:
       d->event.func = "SendRecv";  // a name NCCL has, not an operation measured as P2P
@@ -273,7 +273,7 @@ Launch PointToPoint::start(EventPath& path, CommMonitor& comm, Rng& rng, CommLed
   for (size_t i = 0; i < ops.size(); ++i) {
     Op& o = ops[i];
     void* parent = o.parent == Op::Open ? group : o.parent == Op::Stale ? stale : nullptr;
-    Description d = describe(o, parent, rng);
+    P2pDescription d = describe(o, parent, rng);
     ++seen;
     const uint64_t sequence = parent != nullptr ? GroupTable::ticketOf(parent) : seen;
     const bool sampledIn = sequence % kSample == 0;

@@ -12,7 +12,7 @@
 namespace pilot::metrics {
 namespace {
 
-constexpr uint64_t kStart = 1'000'000;
+using events::kStart;
 
 using events::newMonitor;
 

@@ -6,9 +6,6 @@
 namespace fake {
 namespace {
 
-constexpr int kRing = NCCL_ALGO_RING, kTree = NCCL_ALGO_TREE, kNvls = NCCL_ALGO_NVLS;
-constexpr int kLL = NCCL_PROTO_LL, kSimple = NCCL_PROTO_SIMPLE;
-
 TEST(ChunkSize, FirstRuleAdmittingNcclsChoiceSetsTheChunk) {
   inChild([] {
     TempTable table(

@@ -10,9 +10,6 @@
 namespace fake {
 namespace {
 
-constexpr int kTree = NCCL_ALGO_TREE, kRing = NCCL_ALGO_RING;
-constexpr int kLL = NCCL_PROTO_LL, kSimple = NCCL_PROTO_SIMPLE;
-
 const std::string kData = PILOT_TOPOLOGY_DATA;
 
 const char* const kFabricTable =

@@ -5,9 +5,6 @@
 namespace fake {
 namespace {
 
-constexpr int kTree = NCCL_ALGO_TREE, kRing = NCCL_ALGO_RING, kPat = NCCL_ALGO_PAT;
-constexpr int kLL = NCCL_PROTO_LL, kLL128 = NCCL_PROTO_LL128, kSimple = NCCL_PROTO_SIMPLE;
-
 const char* const kTreeFirst =
     "allreduce size=..1M algo=tree proto=ll\n"
     "allreduce size=..1M algo=ring proto=ll128 channels=2\n"

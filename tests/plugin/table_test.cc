@@ -6,9 +6,6 @@
 namespace fake {
 namespace {
 
-constexpr int kTree = NCCL_ALGO_TREE, kRing = NCCL_ALGO_RING;
-constexpr int kLL = NCCL_PROTO_LL, kLL128 = NCCL_PROTO_LL128, kSimple = NCCL_PROTO_SIMPLE;
-
 const char* const kNative =
     "allreduce size=0..64K algo=ring proto=ll\n"  // select
     "allreduce size=64K..8M proto=ll128\n"        // restrict: NCCL picks the algorithm

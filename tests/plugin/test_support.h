@@ -14,6 +14,11 @@ constexpr const char* kNetModule = PILOT_NET_MODULE;
 constexpr size_t K = 1024;
 constexpr size_t M = 1024 * K;
 
+/// NCCL's algorithm and protocol indices (the cost table's rows and columns), short.
+constexpr int kTree = NCCL_ALGO_TREE, kRing = NCCL_ALGO_RING, kNvls = NCCL_ALGO_NVLS,
+              kPat = NCCL_ALGO_PAT;
+constexpr int kLL = NCCL_PROTO_LL, kLL128 = NCCL_PROTO_LL128, kSimple = NCCL_PROTO_SIMPLE;
+
 inline Call collCall(int coll, size_t nBytes, int numPipeOps = 1, int regBuff = 0) {
   Call c;
   c.coll = coll;

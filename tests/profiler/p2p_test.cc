@@ -13,13 +13,14 @@
 
 #include "child_process.h"
 #include "host_test_support.h"
+#include "text_file.h"
 
 namespace fakeprof {
 namespace {
 
 using testsupport::runInChild;
 
-constexpr uint64_t kBase = 1'900'000'000'000'000'000ull;
+constexpr uint64_t kP2pClock = 1'900'000'000'000'000'000ull;
 constexpr size_t kMiB = 1 << 20;
 
 P2p op(const char* func, int peer, size_t bytes, std::vector<ChannelTimes> channels,
@@ -65,12 +66,7 @@ void runGroup(Comm& comm, const std::vector<P2p>& ops) {
   for (size_t i = 0; i < ops.size(); ++i) comm.kernels(handles[i], ops[i]);
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testsupport::slurp;
 
 class P2pAbi : public ::testing::TestWithParam<int> {};
 
@@ -84,8 +80,8 @@ TEST_P(P2pAbi, SendAndRecvGetInspectorsSeriesAndOurs) {
     ASSERT_TRUE(comm.mask() & ncclProfileP2p);
     // Pipeline parallelism: activations to the next stage, gradients from it. The slowest
     // channel takes 49.9 us (channelsTaking: channel 0), on NCCL's P2P channels 8 and 9.
-    runGroup(comm, {op("Send", 4, kMiB, channelsTaking(2, 49'900, kBase), 8),
-                    op("Recv", 2, kMiB, channelsTaking(2, 49'900, kBase + 100'000), 8)});
+    runGroup(comm, {op("Send", 4, kMiB, channelsTaking(2, 49'900, kP2pClock), 8),
+                    op("Recv", 2, kMiB, channelsTaking(2, 49'900, kP2pClock + 100'000), 8)});
     comm.finalize();
     Exposition e = textfileIn(dir);
     const double gbs = static_cast<double>(kMiB) / 49'900.0;  // bus factor 1: 21.01 GB/s
@@ -128,8 +124,8 @@ TEST_P(P2pAbi, AGroupReachingEveryOtherRankIsOneAlltoAll) {
     Comm comm(m, abi, 0xa2a, "ep", 1, 8, 3);
     // Rank 3 of 8 exchanges 1 MiB with each of its 7 peers; then again with its own copy too,
     // which crosses no link: the same bytes, one more operation in the span.
-    const std::vector<P2p> first = exchange({0, 1, 2, 4, 5, 6, 7}, kBase);
-    const std::vector<P2p> second = exchange({0, 1, 2, 3, 4, 5, 6, 7}, kBase + 10'000'000);
+    const std::vector<P2p> first = exchange({0, 1, 2, 4, 5, 6, 7}, kP2pClock);
+    const std::vector<P2p> second = exchange({0, 1, 2, 3, 4, 5, 6, 7}, kP2pClock + 10'000'000);
     runGroup(comm, first);
     runGroup(comm, second);
     comm.finalize();
@@ -185,11 +181,11 @@ TEST_P(P2pAbi, GroupsThatMissAPeerAreNoAlltoAll) {
     Module m(PILOT_PROFILER_MODULE);
     Comm comm(m, abi, 0xb3, "ep", 1, 8, 3);
     // Three peers only.
-    runGroup(comm, exchange({1, 2, 4}, kBase));
+    runGroup(comm, exchange({1, 2, 4}, kP2pClock));
     // Seven operations each way, but peer 5 twice and peer 6 never.
-    runGroup(comm, exchange({0, 1, 2, 4, 5, 5, 7}, kBase + 10'000'000));
+    runGroup(comm, exchange({0, 1, 2, 4, 5, 5, 7}, kP2pClock + 10'000'000));
     // Every peer, but one Recv's channel stopped without a GPU time: the span is unknown.
-    std::vector<P2p> untimed = exchange({0, 1, 2, 4, 5, 6, 7}, kBase + 20'000'000);
+    std::vector<P2p> untimed = exchange({0, 1, 2, 4, 5, 6, 7}, kP2pClock + 20'000'000);
     untimed.back().channels[0].recordStop = false;
     runGroup(comm, untimed);
     comm.finalize();
@@ -214,7 +210,7 @@ TEST_P(P2pAbi, AnExchangeNcclCutIntoPlansIsOneAlltoAllFromV5) {
     setEnv({{"NCCL_PILOT_METRICS_DIR", dir}});
     Module m(PILOT_PROFILER_MODULE);
     Comm comm(m, abi, 0xc07, "ep", 1, 8, 3);
-    const std::vector<P2p> ops = exchange({0, 1, 2, 4, 5, 6, 7}, kBase);
+    const std::vector<P2p> ops = exchange({0, 1, 2, 4, 5, 6, 7}, kP2pClock);
     const std::vector<void*> handles = comm.enqueueGroup(ops, 3);
     for (size_t i = 0; i < ops.size(); ++i) comm.kernels(handles[i], ops[i]);
     comm.finalize();
@@ -251,7 +247,7 @@ TEST(P2p, NcclsOwnAlltoAllIsACollectiveOfItsAlgorithm) {
     Collective c;
     c.func = "AlltoAll";  // ncclAlltoAll (NCCL 2.28+): count is per peer
     c.count = kMiB / 4;
-    c.channels = channelsTaking(4, 100'000, kBase);
+    c.channels = channelsTaking(4, 100'000, kP2pClock);
     comm.kernels(comm.enqueue(c), c);
     comm.finalize();
     Exposition e = textfileIn(dir);
@@ -276,13 +272,13 @@ TEST(P2p, ATasksChannelsAreTheIdsNcclRanThemOn) {
     Collective c;
     c.func = "AllReduce";
     c.count = 1 << 18;
-    c.channels = channelsTaking(2, 30'000, kBase);
+    c.channels = channelsTaking(2, 30'000, kP2pClock);
     c.firstChannel = 6;
     comm.kernels(comm.enqueue(c), c);
     // Another announces 2 channels and reports 3: the third is one too many, a repeat of a
     // channel is one too.
     Collective d = c;
-    d.channels = channelsTaking(2, 20'000, kBase + 1'000'000);
+    d.channels = channelsTaking(2, 20'000, kP2pClock + 1'000'000);
     void* h = comm.enqueue(d);
     void* first = comm.startRaw(ncclProfileKernelCh, h, 2, d.channels[0].startNs);
     EXPECT_EQ(comm.startRaw(ncclProfileKernelCh, h, 2, d.channels[0].startNs), nullptr);
@@ -313,9 +309,10 @@ TEST(P2p, SamplingTakesWholeGroupsAndTheMinimumSizeEachOperation) {
     Module m(PILOT_PROFILER_MODULE);
     Comm comm(m, 5, 0xe6, "ep", 1, 4, 0);
     // This thread's groups 1..5 are exchanges; the even ones are measured.
-    for (uint64_t i = 0; i < 5; ++i) runGroup(comm, exchange({1, 2, 3}, kBase + i * 10'000'000));
+    for (uint64_t i = 0; i < 5; ++i)
+      runGroup(comm, exchange({1, 2, 3}, kP2pClock + i * 10'000'000));
     // Group 6 exchanges 4 KiB messages: each operation is below the minimum size.
-    std::vector<P2p> small = exchange({1, 2, 3}, kBase + 60'000'000);
+    std::vector<P2p> small = exchange({1, 2, 3}, kP2pClock + 60'000'000);
     for (P2p& p : small) p.count = 4096;
     runGroup(comm, small);
     comm.finalize();

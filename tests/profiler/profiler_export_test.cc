@@ -22,7 +22,7 @@ namespace {
 
 using testsupport::runInChild;
 
-constexpr uint64_t kBase = 1'800'000'000'000'000'000ull;
+constexpr uint64_t kExportClock = 1'800'000'000'000'000'000ull;
 
 Collective collective(const char* func, size_t count, int channels, uint64_t ns, uint64_t seq,
                       const char* algo = "RING", const char* proto = "SIMPLE") {
@@ -32,7 +32,7 @@ Collective collective(const char* func, size_t count, int channels, uint64_t ns,
   c.algo = algo;
   c.proto = proto;
   c.seqNumber = seq;
-  c.channels = channelsTaking(channels, ns, kBase + seq * 1'000'000);
+  c.channels = channelsTaking(channels, ns, kExportClock + seq * 1'000'000);
   return c;
 }
 
@@ -97,8 +97,8 @@ TEST(ProfilerExport, TheTimeIsTheLongestChannelNotTheSpanOfAll) {
     Module m(PILOT_PROFILER_MODULE);
     Comm comm(m, 5, 0x5a, "span", 1, 2, 0);
     Collective c = collective("AllReduce", 4096, 2, 1, 0);
-    c.channels[0] = {kBase, kBase + 100'000, true};
-    c.channels[1] = {kBase + 30'000, kBase + 110'000, true};  // ends last, runs 80 us
+    c.channels[0] = {kExportClock, kExportClock + 100'000, true};
+    c.channels[1] = {kExportClock + 30'000, kExportClock + 110'000, true};  // ends last, runs 80 us
     run(comm, c);
     comm.finalize();
     EXPECT_DOUBLE_EQ(textfileIn(dir).at("nccl_collective_exec_time_microseconds"), 100.0);

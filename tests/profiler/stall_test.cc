@@ -23,14 +23,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using testsupport::runInChild;
 
-constexpr uint64_t kBase = 1'700'000'000'000'000'000ull;
+constexpr uint64_t kStallClock = 1'700'000'000'000'000'000ull;
 constexpr uint64_t kCommId = 0x5a11;
 
 Collective allReduce(uint64_t seq, int channels) {
   Collective c;
   c.count = 4096;
   c.seqNumber = seq;
-  c.channels = channelsTaking(channels, 50'000, kBase + seq * 1'000'000);
+  c.channels = channelsTaking(channels, 50'000, kStallClock + seq * 1'000'000);
   return c;
 }
 

@@ -119,7 +119,7 @@ TEST(NcclModel, Versions) {
 
 // ---- the model against the published g5 sweeps --------------------------------------------
 
-const std::string kDir = testsupport::sharedFixture("nccl-tests");
+const std::string kNcclTestsDir = testsupport::sharedFixture("nccl-tests");
 
 struct Sweep {
   const char* file;
@@ -152,7 +152,7 @@ Truth modelTruth(const std::string& path, const std::string& collective) {
 TEST(NcclModelG5, SwitchPointsAndAgreement) {
   int sweeps = 0;
   for (const Sweep& w : kSweeps) {
-    const std::string path = kDir + "/" + w.file;
+    const std::string path = kNcclTestsDir + "/" + w.file;
     PILOT_REQUIRE_FIXTURE(path);
     SCOPED_TRACE(w.file);
     const Truth t = modelTruth(path, w.collective);
@@ -182,7 +182,7 @@ TEST(NcclModelG5, SwitchPointsAndAgreement) {
 // and is never the fastest, though the sweep forced it.
 TEST(NcclModelG5, DisabledCellsNeverRunNorWin) {
   for (const Sweep& w : kSweeps) {
-    const std::string path = kDir + "/" + w.file;
+    const std::string path = kNcclTestsDir + "/" + w.file;
     PILOT_REQUIRE_FIXTURE(path);
     SCOPED_TRACE(w.file);
     const Truth t = modelTruth(path, w.collective);

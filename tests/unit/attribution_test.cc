@@ -15,7 +15,7 @@
 namespace pilot::tuner {
 namespace {
 
-CompiledTable compileText(const std::string& text, CommShape shape = CommShape::from(16, 2)) {
+CompiledTable compileOnTwoNodes(const std::string& text, CommShape shape = CommShape::from(16, 2)) {
   ParsedTable parsed = parseTable(text, "t");
   for (const Diagnostic& d : parsed.diagnostics) ADD_FAILURE() << d.line << ": " << d.message;
   return CompiledTable::compile(parsed.table, shape);
@@ -28,7 +28,7 @@ int creditedLine(const CompiledTable& t, Collective c, uint64_t bytes, Algorithm
 }
 
 TEST(Attribution, TheRuleWhoseChoiceNcclRanIsCredited) {
-  CompiledTable t = compileText(
+  CompiledTable t = compileOnTwoNodes(
       "allreduce size=0..64K algo=tree proto=ll\n"
       "allreduce size=0..8M proto=ll128\n"
       "allreduce size=8M.. algo=ring proto=simple channels=8\n");
@@ -48,14 +48,14 @@ TEST(Attribution, TheRuleWhoseChoiceNcclRanIsCredited) {
 }
 
 TEST(Attribution, AChunkOnlyRuleLeavesTheChoiceToNccl) {
-  CompiledTable t = compileText(
+  CompiledTable t = compileOnTwoNodes(
       "allgather size=0.. chunk=512K\n"
       "allgather size=0.. algo=ring proto=simple\n");
   EXPECT_EQ(creditedLine(t, Collective::AllGather, 1 << 20, Algorithm::Ring, Protocol::Simple), 0);
 }
 
 TEST(Attribution, AChannelsOnlyRuleIsCreditedWhenNcclKeptWithinIt) {
-  CompiledTable t = compileText("reducescatter size=0.. channels=4\n");
+  CompiledTable t = compileOnTwoNodes("reducescatter size=0.. channels=4\n");
   EXPECT_EQ(creditedLine(t, Collective::ReduceScatter, 1 << 20, Algorithm::Ring, Protocol::LL, 4),
             1);
   EXPECT_EQ(creditedLine(t, Collective::ReduceScatter, 1 << 20, Algorithm::Ring, Protocol::LL, 8),
@@ -63,7 +63,7 @@ TEST(Attribution, AChannelsOnlyRuleIsCreditedWhenNcclKeptWithinIt) {
 }
 
 TEST(Attribution, PerRankRulesSeeTheTotalNcclPasses) {
-  CompiledTable t = compileText("allgather size=0..64K per-rank algo=ring proto=ll128\n");
+  CompiledTable t = compileOnTwoNodes("allgather size=0..64K per-rank algo=ring proto=ll128\n");
   EXPECT_EQ(creditedLine(t, Collective::AllGather, 16 * 65536, Algorithm::Ring, Protocol::LL128),
             1);
   EXPECT_EQ(creditedLine(t, Collective::AllGather, 16 * 65537, Algorithm::Ring, Protocol::LL128),
@@ -113,7 +113,7 @@ TEST(Attribution, CreditsTheRuleTheTunerAppliedOnRandomTables) {
     std::string text;
     for (int i = 0; i < 12; ++i) text += randomRule(rng, i);
     const CommShape shape = CommShape::from(16, 2);
-    auto compiled = std::make_shared<const CompiledTable>(compileText(text, shape));
+    auto compiled = std::make_shared<const CompiledTable>(compileOnTwoNodes(text, shape));
     for (int call = 0; call < 50; ++call) {
       const int coll = rng() % 2 ? static_cast<int>(Collective::AllReduce)
                                  : static_cast<int>(Collective::AllGather);

@@ -19,8 +19,6 @@
 namespace pilot::tuner {
 namespace {
 
-constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-
 // ---- the reference -----------------------------------------------------------------------
 
 bool shapeMatches(const Rule& r, const CommShape& s) {
@@ -134,7 +132,7 @@ class Generator {
     uint64_t a = 1 + below(maxValue), b = 1 + below(maxValue);
     r.lo = std::min(a, b);
     r.hi = std::max(a, b);
-    if (chance(20)) r.hi = kMax;
+    if (chance(20)) r.hi = kUnbounded;
     if (chance(20)) r.lo = 0;
     return r;
   }
@@ -149,7 +147,7 @@ class Generator {
       r.size.lo = std::min(a, b);
       r.size.hi = std::max(a, b);
       if (chance(15)) r.size.lo = 0;
-      if (chance(15)) r.size.hi = kMax;
+      if (chance(15)) r.size.hi = kUnbounded;
     }
     r.perRankSize = chance(25);
     r.nodes = countRange(8);
@@ -201,7 +199,7 @@ class Generator {
     uint64_t edge = chance(50) ? r.size.lo : r.size.hi;
     if (r.perRankSize && chance(60)) {
       uint64_t scaled;
-      if (__builtin_mul_overflow(edge, s.nRanks, &scaled)) scaled = kMax;
+      if (__builtin_mul_overflow(edge, s.nRanks, &scaled)) scaled = kUnbounded;
       edge = scaled + (chance(50) ? 0 : below(s.nRanks));
     }
     switch (below(3)) {
@@ -210,7 +208,7 @@ class Generator {
       case 1:
         return edge;
       default:
-        return edge == kMax ? kMax : edge + 1;
+        return edge == kUnbounded ? kUnbounded : edge + 1;
     }
   }
 
@@ -329,7 +327,7 @@ TuningTable denseTable(Generator& gen, int nRules) {
     r.perRankSize = false;
     const uint64_t step = 1 + static_cast<uint64_t>(static_cast<double>(lo) * width *
                                                     static_cast<double>(1 + gen.below(100)) / 100);
-    r.size = Range{lo, i + 1 == nRules ? kMax : lo + step - 1};
+    r.size = Range{lo, i + 1 == nRules ? kUnbounded : lo + step - 1};
     lo += step;
     if (gen.chance(85)) {  // plain select, as fit writes them
       r.algorithms = static_cast<AlgoMask>(1u << gen.below(kNumAlgorithms));

@@ -20,10 +20,6 @@ namespace {
 
 using test::CostTable;
 
-constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-constexpr int kTree = 0, kRing = 1;
-constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
-
 TuningTable tableOf(const std::string& text) {
   ParsedTable parsed = parseTable(text, "t");
   for (const Diagnostic& d : parsed.diagnostics) {
@@ -53,7 +49,7 @@ TEST(CompiledTable, EmptyTableMatchesNothing) {
   EXPECT_TRUE(t.empty());
   EXPECT_EQ(t.ruleCount(), 0u);
   for (int c = 0; c < kNumCollectives; ++c) {
-    for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{1} << 20, kMax}) {
+    for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{1} << 20, kUnbounded}) {
       EXPECT_EQ(firstLine(t, static_cast<Collective>(c), n), 0);
     }
   }
@@ -82,8 +78,8 @@ TEST(CompiledTable, InclusiveBounds) {
       compileText("allreduce size=0 algo=ring\nallreduce size=18446744073709551615 algo=tree");
   EXPECT_EQ(firstLine(edges, Collective::AllReduce, 0), 1);
   EXPECT_EQ(firstLine(edges, Collective::AllReduce, 1), 0);
-  EXPECT_EQ(firstLine(edges, Collective::AllReduce, kMax - 1), 0);
-  EXPECT_EQ(firstLine(edges, Collective::AllReduce, kMax), 2);
+  EXPECT_EQ(firstLine(edges, Collective::AllReduce, kUnbounded - 1), 0);
+  EXPECT_EQ(firstLine(edges, Collective::AllReduce, kUnbounded), 2);
 }
 
 TEST(CompiledTable, FirstMatchWinsInFileOrder) {
@@ -169,7 +165,7 @@ TEST(CompiledTable, PerRankSizesScaleForAllGatherAndReduceScatter) {
     EXPECT_EQ(firstLine(t, c, (8u << 20) + 8), 0);
     EXPECT_EQ(firstLine(t, c, (16u << 20) - 1), 0);
     EXPECT_EQ(firstLine(t, c, 16u << 20), 2);
-    EXPECT_EQ(firstLine(t, c, kMax), 2);
+    EXPECT_EQ(firstLine(t, c, kUnbounded), 2);
   }
   // AllReduce sizes are not per-rank, whatever the rule says.
   EXPECT_EQ(firstLine(t, Collective::AllReduce, 1u << 20), 3);
@@ -193,18 +189,18 @@ TEST(CompiledTable, PerRankUpperBoundSaturates) {
   // hi * nRanks overflows: every larger total still has a per-rank size <= hi.
   CompiledTable t =
       compileText("allgather size=0..16000000T per-rank algo=ring", CommShape::from(8, 1));
-  EXPECT_EQ(firstLine(t, Collective::AllGather, kMax), 1);
+  EXPECT_EQ(firstLine(t, Collective::AllGather, kUnbounded), 1);
 }
 
-// nBytes / nRanks can never reach a per-rank lower bound above kMax / nRanks, so such a rule
-// must never match. The compiled range saturates lo*nRanks to kMax instead, which makes the rule
-// match nBytes == 2^64-1.
+// nBytes / nRanks can never reach a per-rank lower bound above kUnbounded / nRanks, so such a rule
+// must never match. The compiled range saturates lo*nRanks to kUnbounded instead, which makes the
+// rule match nBytes == 2^64-1.
 TEST(CompiledTable, PerRankLowerBoundBeyondAnyTotalNeverMatches) {
   CompiledTable t =
       compileText("allgather size=3000000T.. per-rank algo=ring", CommShape::from(8, 1));
-  EXPECT_EQ(firstLine(t, Collective::AllGather, kMax / 8 * 8), 0);
-  EXPECT_EQ(firstLine(t, Collective::AllGather, kMax), 0)
-      << "per-rank size " << kMax / 8 << " is below the rule's " << (3000000ull << 40);
+  EXPECT_EQ(firstLine(t, Collective::AllGather, kUnbounded / 8 * 8), 0);
+  EXPECT_EQ(firstLine(t, Collective::AllGather, kUnbounded), 0)
+      << "per-rank size " << kUnbounded / 8 << " is below the rule's " << (3000000ull << 40);
 }
 
 TEST(CompiledTable, TenThousandRules) {
@@ -232,7 +228,7 @@ TEST(CompiledTable, TenThousandRules) {
 void expectEdges(const CompiledTable& t, const std::function<int(uint64_t)>& line) {
   for (uint64_t edge : t.boundaries(Collective::AllReduce)) {
     for (uint64_t n : {edge - 1, edge, edge + 1}) {
-      if (edge == 0 && n == kMax) continue;
+      if (edge == 0 && n == kUnbounded) continue;
       ASSERT_EQ(firstLine(t, Collective::AllReduce, n), line(n)) << "at " << n;
     }
   }
@@ -283,7 +279,7 @@ TEST(CompiledTable, EdgesCloserThanTheFinestBucketAreSearched) {
             std::to_string(((k + 1) << 20) - 1) + " algo=ring\n";
   }
   const uint64_t tera = uint64_t{1} << 40, top = uint64_t{1} << 63;
-  for (uint64_t base : {tera, top, kMax - 3}) {
+  for (uint64_t base : {tera, top, kUnbounded - 3}) {
     for (uint64_t i = 0; i < 4; ++i) {
       text += "allreduce size=" + std::to_string(base + i) + " algo=tree\n";
     }
@@ -293,7 +289,7 @@ TEST(CompiledTable, EdgesCloserThanTheFinestBucketAreSearched) {
   expectEdges(t, [&](uint64_t n) -> int {
     if (n < (uint64_t{1000} << 20)) return static_cast<int>(n >> 20) + 1;
     for (int b = 0; b < 3; ++b) {
-      const uint64_t base = b == 0 ? tera : b == 1 ? top : kMax - 3;
+      const uint64_t base = b == 0 ? tera : b == 1 ? top : kUnbounded - 3;
       if (n >= base && n - base < 4) return 1001 + 4 * b + static_cast<int>(n - base);
     }
     return 0;

@@ -14,9 +14,6 @@ using test::CostTable;
 using test::idx;
 using test::parseOne;
 
-constexpr int kTree = 0, kRing = 1, kCollNetDirect = 2, kNvls = 4, kPat = 6;
-constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
-
 /// Every cell except the listed ones still holds its original value.
 void expectUnchangedExcept(const CostTable& before, const CostTable& after,
                            const std::vector<std::pair<int, int>>& changed) {

@@ -14,8 +14,6 @@ namespace {
 using test::expectSameRule;
 using test::parseOne;
 
-constexpr uint64_t kAny = std::numeric_limits<uint64_t>::max();
-
 TEST(TableFormatRoundTrip, ParsedRules) {
   const char* lines[] = {
       "allreduce",
@@ -100,7 +98,7 @@ TEST(TableFormatRoundTrip, RandomRules) {
       case 2:
         return bytes ? pick(1u << 20) << (10 * pick(4)) : pick(1024);
       case 3:
-        return kAny - pick(3);
+        return kUnbounded - pick(3);
       default:
         return rng() >> pick(64);
     }
@@ -118,7 +116,7 @@ TEST(TableFormatRoundTrip, RandomRules) {
         r.lo = std::min(a, b);
         r.hi = std::max(a, b);
         if (pick(4) == 0) r.lo = 0;
-        if (pick(4) == 0) r.hi = kAny;
+        if (pick(4) == 0) r.hi = kUnbounded;
         return r;
       }
     }

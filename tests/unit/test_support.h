@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -215,3 +216,15 @@ inline int idx(tuner::Collective c) {
 }
 
 }  // namespace pilot::test
+
+namespace pilot::tuner {
+
+/// NCCL's indices, short: algorithms and protocols (the cost table's rows and columns) and the
+/// collectives the tuner ABI passes.
+constexpr int kTree = 0, kRing = 1, kCollNetDirect = 2, kNvls = 4, kPat = 6;
+constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
+constexpr int kAllGather = 2, kAllReduce = 4;
+/// The largest size: a band without an upper edge.
+constexpr uint64_t kUnbounded = std::numeric_limits<uint64_t>::max();
+
+}  // namespace pilot::tuner

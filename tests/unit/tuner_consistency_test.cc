@@ -22,7 +22,6 @@ using test::CostTable;
 using test::linesAt;
 using test::LogLine;
 
-constexpr int kAllReduce = 4;
 constexpr int kTreeLL = 0 * 3 + 0, kRingLL = 1 * 3 + 0, kRingSimple = 1 * 3 + 2;
 
 std::string upper(std::string s) {

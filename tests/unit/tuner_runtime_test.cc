@@ -19,10 +19,6 @@ using test::CostTable;
 using test::linesAt;
 using test::LogLine;
 
-constexpr int kAllReduce = 4, kAllGather = 2;
-constexpr int kTree = 0, kRing = 1;
-constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
-
 class RuntimeTest : public ::testing::Test {
  protected:
   std::unique_ptr<TunerContext> create(TunerRuntime& runtime, ContextParams params = {}) {

@@ -8,8 +8,12 @@
 #include <climits>
 #include <cstdlib>
 
+#include "pilot/core/text.h"
+
 namespace pilot::cli {
 namespace {
+
+using text::endsWith;
 
 std::vector<int> presentSymbols(const PluginLibrary& lib, const char* prefix, int lo, int hi) {
   std::vector<int> out;
@@ -17,11 +21,6 @@ std::vector<int> presentSymbols(const PluginLibrary& lib, const char* prefix, in
     if (lib.symbol(prefix + std::to_string(v)) != nullptr) out.push_back(v);
   }
   return out;
-}
-
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace

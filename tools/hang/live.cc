@@ -5,16 +5,14 @@
 #include "hang/report.h"
 #include "hang/timeline.h"
 #include "hang/why.h"
+#include "pilot/core/text.h"
 
 namespace pilot::cli::hang {
 namespace {
 
-namespace fs = std::filesystem;
+using text::endsWith;
 
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+namespace fs = std::filesystem;
 
 /// The inputs `hang` is given: directories, state files and summaries by their names.
 std::vector<std::string> hangInputs(const std::vector<std::string>& inputs) {

@@ -9,7 +9,7 @@
 namespace pilot::cli::hang {
 namespace {
 
-using nlohmann::json;
+using Json = nlohmann::json;
 
 constexpr const char* kFormat = "nccl-pilot-state";
 constexpr int64_t kMaxPid = int64_t{1} << 40;
@@ -23,13 +23,13 @@ struct Refused : std::runtime_error {
 /// A field of one object, named by its place for the message.
 class Field {
  public:
-  Field(const json& object, std::string where) : object_(object), where_(std::move(where)) {}
+  Field(const Json& object, std::string where) : object_(object), where_(std::move(where)) {}
 
   bool has(const char* key) const {
     auto it = object_.find(key);
     return it != object_.end() && !it->is_null();
   }
-  const json& at(const char* key) const {
+  const Json& at(const char* key) const {
     if (!has(key)) fail(key, "missing");
     return object_.at(key);
   }
@@ -38,7 +38,7 @@ class Field {
   }
 
   int64_t integer(const char* key, int64_t lo, int64_t hi) const {
-    const json& v = at(key);
+    const Json& v = at(key);
     if (!v.is_number_integer()) fail(key, "not an integer");
     const std::string range = " outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
@@ -50,7 +50,7 @@ class Field {
   uint64_t count(const char* key) const { return has(key) ? countOf(object_.at(key), key) : 0; }
   double seconds(const char* key, double fallback = 0) const {
     if (!has(key)) return fallback;
-    const json& v = object_.at(key);
+    const Json& v = object_.at(key);
     if (!v.is_number() || v.get<double>() < 0) fail(key, "not a duration (s >= 0)");
     return v.get<double>();
   }
@@ -61,36 +61,36 @@ class Field {
   }
   std::string text(const char* key, bool required) const {
     if (!required && !has(key)) return "";
-    const json& v = at(key);
+    const Json& v = at(key);
     if (!v.is_string()) fail(key, "not a string");
     std::string s = v.get<std::string>();
     if (s.size() > kMaxTextBytes) fail(key, "longer than " + std::to_string(kMaxTextBytes));
     if (required && s.empty()) fail(key, "empty");
     return s;
   }
-  uint64_t countOf(const json& v, const std::string& key) const {
+  uint64_t countOf(const Json& v, const std::string& key) const {
     if (!v.is_number_unsigned()) fail(key, "not a count (an integer >= 0)");
     return v.get<uint64_t>();
   }
   Field child(const char* key) const {
-    const json& v = at(key);
+    const Json& v = at(key);
     if (!v.is_object()) fail(key, "not an object");
     return Field(v, where_ + key + ".");
   }
-  const json& array(const char* key) const {
-    const json& v = at(key);
+  const Json& array(const char* key) const {
+    const Json& v = at(key);
     if (!v.is_array()) fail(key, "not a list");
     return v;
   }
-  const json& object() const { return object_; }
+  const Json& object() const { return object_; }
   const std::string& where() const { return where_; }
 
  private:
-  const json& object_;
+  const Json& object_;
   std::string where_;
 };
 
-Counts countsOf(const Field& f, const std::string& key, const json& pair) {
+Counts countsOf(const Field& f, const std::string& key, const Json& pair) {
   if (!pair.is_array() || pair.size() != 2) f.fail(key, "not [launched, done]");
   Counts c{f.countOf(pair[0], key), f.countOf(pair[1], key)};
   if (c.done > c.launched) f.fail(key, "more done than launched");
@@ -100,7 +100,7 @@ Counts countsOf(const Field& f, const std::string& key, const json& pair) {
 std::map<int, Counts> perPeer(const Field& f, const char* key, int nRanks) {
   std::map<int, Counts> out;
   if (!f.has(key)) return out;
-  const json& peers = f.at(key);
+  const Json& peers = f.at(key);
   if (!peers.is_object()) f.fail(key, "not an object");
   for (const auto& [name, pair] : peers.items()) {
     const std::string where = std::string(key) + "[" + name.substr(0, 16) + "]";
@@ -124,7 +124,7 @@ OpRef opOf(const Field& f, int nRanks) {
 std::vector<int> channelList(const Field& f, const char* key) {
   std::vector<int> out;
   if (!f.has(key)) return out;
-  const json& list = f.array(key);
+  const Json& list = f.array(key);
   for (size_t i = 0; i < list.size(); ++i) {
     if (!list[i].is_number_integer() || list[i].get<int64_t>() < 0 ||
         list[i].get<int64_t>() >= kMaxChannels)
@@ -141,7 +141,7 @@ InFlight inFlightOf(const Field& f, int nRanks) {
   op.started = channelList(f, "started");
   op.stopped = channelList(f, "stopped");
   if (!f.has("proxy")) return op;
-  const json& proxy = f.array("proxy");
+  const Json& proxy = f.array("proxy");
   for (size_t i = 0; i < proxy.size(); ++i) {
     if (!proxy[i].is_object()) f.fail("proxy[" + std::to_string(i) + "]", "not an object");
     const Field p(proxy[i], f.where() + "proxy[" + std::to_string(i) + "].");
@@ -161,7 +161,7 @@ void readWindow(const Field& f, CommState* c) {
   const Field w = f.child("window");
   c->windowS = w.seconds("s");
   if (!w.has("keys")) return;
-  const json& keys = w.array("keys");
+  const Json& keys = w.array("keys");
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!keys[i].is_object()) w.fail("keys[" + std::to_string(i) + "]", "not an object");
     const Field k(keys[i], w.where() + "keys[" + std::to_string(i) + "].");
@@ -178,7 +178,7 @@ CommState commOf(const Field& f) {
   c.rank = static_cast<int>(f.integer("rank", 0, c.nRanks - 1));
   c.nNodes = f.has("n_nodes") ? static_cast<int>(f.integer("n_nodes", 0, c.nRanks)) : 0;
   if (f.has("ops")) {
-    const json& ops = f.at("ops");
+    const Json& ops = f.at("ops");
     if (!ops.is_object()) f.fail("ops", "not an object");
     for (const auto& [kind, pair] : ops.items()) {
       if (kind.empty() || kind.size() > kMaxTextBytes) f.fail("ops", "an operation unnamed");
@@ -197,7 +197,7 @@ CommState commOf(const Field& f) {
   return c;
 }
 
-StateFile fileOf(const json& j) {
+StateFile fileOf(const Json& j) {
   const Field f(j, "");
   StateFile s;
   s.node = f.text("node", true);
@@ -208,7 +208,7 @@ StateFile fileOf(const json& j) {
   s.nextDueMs = f.integer("next_due_ms", 0, kMaxUnixMs);
   s.stallS = f.seconds("stall_s", 300);
   s.final = f.flag("final");
-  const json& comms = f.array("comms");
+  const Json& comms = f.array("comms");
   if (comms.size() > kMaxComms) f.fail("comms", "more than " + std::to_string(kMaxComms));
   for (size_t i = 0; i < comms.size(); ++i) {
     const std::string where = "comms[" + std::to_string(i) + "]";
@@ -219,7 +219,7 @@ StateFile fileOf(const json& j) {
 }
 
 /// Why `text` is no JSON: cut short (a copy taken mid-write, a full disk) or something else.
-std::string whyNotJson(const std::string& text, const json::parse_error& e) {
+std::string whyNotJson(const std::string& text, const Json::parse_error& e) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) return "empty (half-written?)";
   if (e.byte >= text.size())
     return "cut short at byte " + std::to_string(text.size()) + " (truncated or half-written)";
@@ -229,12 +229,12 @@ std::string whyNotJson(const std::string& text, const json::parse_error& e) {
 }  // namespace
 
 Expected<StateFile> parseStateFile(const std::string& text, const std::string& path) {
-  json j;
+  Json j;
   try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
     return Error{path + ": " + whyNotJson(text, e)};
-  } catch (const json::exception&) {  // a number past a double's range (1e708): out_of_range
+  } catch (const Json::exception&) {  // a number past a double's range (1e708): out_of_range
     return Error{path + ": not JSON (a number out of range)"};
   }
   const auto format = j.is_object() ? j.find("format") : j.end();

@@ -5,16 +5,14 @@
 #include <utility>
 
 #include "pilot/core/file.h"
+#include "pilot/core/text.h"
 
 namespace pilot::cli::hang {
 namespace {
 
-namespace fs = std::filesystem;
+using text::endsWith;
 
-bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
+namespace fs = std::filesystem;
 
 bool isStateFile(const std::string& name) {
   return endsWith(name, ".state.json");

@@ -15,13 +15,13 @@ bool names(const InFlight& o, const StuckOp& s, int rank) {
 }
 
 StuckOp stuckOpOf(const std::map<int, View>& views, bool anyLive) {
-  using Key = std::tuple<std::string, uint64_t, int, int>;
+  using OpKey = std::tuple<std::string, uint64_t, int, int>;
   struct Tally {
     size_t votes = 0;
     double longest = 0;
     uint64_t bytes = 0;
   };
-  std::map<Key, Tally> tallies;
+  std::map<OpKey, Tally> tallies;
   for (const auto& [rank, v] : views) {
     const CommState& c = *v.member->state;
     if (!v.waits || !c.oldest || (anyLive && v.frozen)) continue;

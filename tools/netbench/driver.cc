@@ -46,9 +46,6 @@ struct Abi<12>
 
 static_assert(sizeof(ncclNetAttr_v12_t) == sizeof(NetAttr), "v12 attributes are v11's");
 
-/// NCCL_NET_OPTIONAL_RECV_COMPLETION, as NCCL stores it into the request slot.
-void* const kOptionalCompletion = reinterpret_cast<void*>(uintptr_t{0x1});
-
 std::string failed(const char* call, ncclResult_t rc) {
   return std::string(call) + " returned " + resultName(rc);
 }

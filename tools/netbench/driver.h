@@ -20,6 +20,9 @@ namespace pilot::cli {
 /// transport when handed it (command.cc).
 inline constexpr const char* kPilotNetName = "Pilot";
 
+/// NCCL_NET_OPTIONAL_RECV_COMPLETION, as NCCL stores it into an irecv's request slot.
+inline void* const kOptionalCompletion = reinterpret_cast<void*>(uintptr_t{0x1});
+
 /// A device's properties, whatever the version (fields a version lacks hold NCCL's shim
 /// defaults).
 struct NetDeviceInfo {

@@ -16,9 +16,6 @@ using namespace pilot::nccl;
 
 constexpr int kMaxSubs = 64;  // NCCL_PROXY_MAX_SUBS: the sizes array NCCL hands test()
 
-// NCCL_NET_OPTIONAL_RECV_COMPLETION as a request value.
-void* const kOptionalCompletion = reinterpret_cast<void*>(uintptr_t{0x1});
-
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

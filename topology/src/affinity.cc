@@ -28,13 +28,6 @@ std::string nicName(const Machine& m, int nic) {
   return n.name.empty() && n.pci >= 0 ? busOf(m, n.pci).str() : n.name;
 }
 
-int numaOf(const Machine& m, int pci) {
-  for (int i = pci; i >= 0; i = m.pci[i].parent) {
-    if (m.pci[i].numaNode >= 0) return m.pci[i].numaNode;
-  }
-  return -1;
-}
-
 std::vector<int> chain(const Machine& m, int pci) {
   std::vector<int> out;
   for (int i = pci; i >= 0; i = m.pci[i].parent) out.push_back(i);
@@ -104,16 +97,16 @@ std::string reason(const Machine& m, int gpuPci, int nic, PathType path) {
       const bool flat = !hasSwitchAbove(m, gpuPci) && !hasSwitchAbove(m, nicPci);
       const std::string where =
           common >= 0 ? "under " + describeNode(m, common)
-                      : "attached to the CPU of NUMA node " + std::to_string(numaOf(m, gpuPci));
+                      : "attached to the CPU of NUMA node " + std::to_string(numaNodeOf(m, gpuPci));
       return head + (flat ? "no PCIe switch, " : "") + "both " + where + " with " + name;
     }
     case PathType::NODE:
-      return head + "different host bridges on NUMA node " + std::to_string(numaOf(m, gpuPci)) +
+      return head + "different host bridges on NUMA node " + std::to_string(numaNodeOf(m, gpuPci)) +
              ": GPU under " + describeNode(m, topOf(m, gpuPci)) + ", " + name + " under " +
              describeNode(m, topOf(m, nicPci));
     case PathType::SYS:
-      return head + "no NIC on NUMA node " + std::to_string(numaOf(m, gpuPci)) + ", " + name +
-             " is on node " + std::to_string(numaOf(m, nicPci));
+      return head + "no NIC on NUMA node " + std::to_string(numaNodeOf(m, gpuPci)) + ", " + name +
+             " is on node " + std::to_string(numaNodeOf(m, nicPci));
   }
   return head;
 }

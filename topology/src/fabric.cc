@@ -8,7 +8,7 @@
 namespace pilot::topology {
 namespace {
 
-constexpr const char* kInfiniband = "/sys/class/infiniband";
+constexpr const char* kRdmaDevices = "/sys/class/infiniband";
 constexpr const char* kIbDisable = "NCCL_IB_DISABLE";
 constexpr const char* kIbHca = "NCCL_IB_HCA";
 constexpr const char* kNcclNet = "NCCL_NET";
@@ -30,8 +30,8 @@ std::string describe(const RdmaPort& p) {
 
 std::vector<RdmaPort> listRdmaPorts(const SysfsRoot& sysfs) {
   std::vector<RdmaPort> out;
-  for (const std::string& device : sysfs.list(kInfiniband)) {
-    const std::string base = std::string(kInfiniband) + "/" + device + "/ports";
+  for (const std::string& device : sysfs.list(kRdmaDevices)) {
+    const std::string base = std::string(kRdmaDevices) + "/" + device + "/ports";
     for (const std::string& entry : sysfs.list(base)) {
       std::optional<uint64_t> n = text::parseUnsigned(entry);
       if (!n || *n == 0 || *n > 255) continue;

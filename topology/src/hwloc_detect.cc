@@ -19,7 +19,7 @@ namespace pilot::topology {
 namespace {
 
 constexpr size_t kMaxXmlBytes = size_t{256} << 20;
-constexpr int kMaxDepth = 256;  // an XML file could nest objects without end
+constexpr int kMaxHwlocDepth = 256;  // an XML file could nest objects without end
 constexpr unsigned kMaxPorts = 32;
 
 // In C++ hwloc's attribute structs are nested in the union.
@@ -185,7 +185,7 @@ class Walker {
 
  private:
   void visit(hwloc_obj_t obj, int numa, int pciParent, hwloc_obj_t package, int depth) {
-    if (depth > kMaxDepth) return;
+    if (depth > kMaxHwlocDepth) return;
     if (!isIoObject(obj)) numa = numaOf(obj);
     if (obj->type == HWLOC_OBJ_PACKAGE) package = obj;
     if (obj->type == HWLOC_OBJ_NUMANODE) addNumaNode(obj, package);
@@ -201,7 +201,7 @@ class Walker {
 
   static hwloc_obj_t findPackage(hwloc_obj_t obj, int depth) {
     if (obj->type == HWLOC_OBJ_PACKAGE) return obj;
-    for (hwloc_obj_t c = obj->first_child; c && depth < kMaxDepth; c = c->next_sibling) {
+    for (hwloc_obj_t c = obj->first_child; c && depth < kMaxHwlocDepth; c = c->next_sibling) {
       if (hwloc_obj_t found = findPackage(c, depth + 1)) return found;
     }
     return nullptr;

@@ -15,6 +15,8 @@
 namespace pilot::topology {
 namespace {
 
+using text::endsWith;
+
 constexpr size_t kMaxNesting = 256;
 
 using Attributes = std::vector<std::pair<std::string_view, std::string_view>>;
@@ -59,10 +61,6 @@ bool isBitmap(std::string_view v) {
     if (comma == std::string_view::npos) return true;
     v.remove_prefix(comma + 1);
   }
-}
-
-bool endsWith(std::string_view s, std::string_view end) {
-  return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
 }
 
 /// hwloc 2.9 dereferences a null bitmap loading a NUMANode without complete_cpuset (1.x

@@ -12,7 +12,7 @@ namespace pilot::topology {
 namespace {
 
 constexpr size_t kMaxInput = 16u << 20;
-constexpr int kMaxDepth = 16;
+constexpr int kMaxElementDepth = 16;
 
 using xml::Lexer;
 using xml::Tag;
@@ -53,7 +53,7 @@ class Builder {
   Machine machine;
 
   Status element(const Tag& tag, const std::string& parent, int depth, int pci, int numa) {
-    if (depth > kMaxDepth) return lex_.fail("elements nested deeper than 16");
+    if (depth > kMaxElementDepth) return lex_.fail("elements nested deeper than 16");
     if (!allowed(parent, tag.name)) return children(tag, "#skip", depth, pci, numa);
     if (tag.name == "system") {
       const std::string* v = tag.get("version");

@@ -25,14 +25,6 @@ std::vector<int> chainUp(const Machine& m, int i) {
   return chain;
 }
 
-int numaOf(const Machine& m, int i) {
-  std::vector<int> chain = chainUp(m, i);
-  for (int node : chain) {
-    if (m.pci[node].numaNode >= 0) return m.pci[node].numaNode;
-  }
-  return -1;
-}
-
 /// Downstream and upstream ports alternate below a root port (NCCL keeps every second bridge
 /// level for the same reason): a switch bridge with an even number of switch bridges above it
 /// is an upstream port, i.e. the switch itself.
@@ -48,6 +40,13 @@ int switchOf(const Machine& m, int i) {
 }
 
 }  // namespace
+
+int numaNodeOf(const Machine& m, int pci) {
+  for (int node : chainUp(m, pci)) {
+    if (m.pci[node].numaNode >= 0) return m.pci[node].numaNode;
+  }
+  return -1;
+}
 
 const char* pathName(PathType p) {
   switch (p) {
@@ -82,7 +81,7 @@ PathType classifyPath(const Machine& m, int pciA, int pciB) {
   if (meetA == upA.size()) {
     // Different host bridges. Unknown NUMA on both sides counts as the same node: that is what
     // NCCL does with numaid -1, and a machine that hides NUMA usually has one.
-    return numaOf(m, pciA) == numaOf(m, pciB) ? PathType::NODE : PathType::SYS;
+    return numaNodeOf(m, pciA) == numaNodeOf(m, pciB) ? PathType::NODE : PathType::SYS;
   }
 
   // The bridges the path crosses: everything strictly above the two ends up to where they meet.

@@ -18,13 +18,6 @@ namespace {
 // A PCI device number has 5 bits; BusId::parse (and so our reader) holds to that.
 constexpr int kMaxSyntheticDevice = 0x1f;
 
-int numaOf(const Machine& m, int pci) {
-  for (int i = pci; i >= 0; i = m.pci[i].parent) {
-    if (m.pci[i].numaNode >= 0) return m.pci[i].numaNode;
-  }
-  return -1;
-}
-
 /// Directly under a host bridge or a root port (or the CPU, in a tree read from NCCL XML), with
 /// no switch anywhere above: only then is a made-up switch an honest picture.
 bool flat(const Machine& m, int pci) {
@@ -52,7 +45,7 @@ bool qualifies(const Machine& m, const GpuNicPair& p) {
     if (n < 0 || n >= static_cast<int>(m.nics.size())) return false;
     const int nicPci = m.nics[n].pci;
     if (!validPci(m, nicPci) || !flat(m, nicPci)) return false;
-    if (numaOf(m, nicPci) != numaOf(m, gpuPci)) return false;
+    if (numaNodeOf(m, nicPci) != numaNodeOf(m, gpuPci)) return false;
   }
   return true;
 }
@@ -180,7 +173,7 @@ std::string insertSwitch(Machine& m, const std::vector<const GpuNicPair*>& group
   const int gpuParent = m.pci[gpuNodes.front()].parent;
   sw.parent = gpuParent >= 0 && m.pci[gpuParent].kind == PciKind::RootPort ? m.pci[gpuParent].parent
                                                                            : gpuParent;
-  sw.numaNode = numaOf(m, gpuNodes.front());
+  sw.numaNode = numaNodeOf(m, gpuNodes.front());
   int gen = 0;
   long firstChild = static_cast<long>(key.size()) * 2;
   for (int i : moved) {

@@ -13,11 +13,6 @@ bool choiceAdmits(const Rule& r, const RanDecision& ran) {
   return algo && proto;
 }
 
-/// compile() drops the candidates behind such a rule: getCollInfo stops at it.
-bool alwaysApplies(const Rule& r) {
-  return !r.namesChoice() && r.pipeOps.any() && r.regBuff < 0;
-}
-
 }  // namespace
 
 const Rule* attributeDecision(const CompiledTable& table, const RanDecision& ran) {
@@ -30,7 +25,7 @@ const Rule* attributeDecision(const CompiledTable& table, const RanDecision& ran
       continue;
     }
     if (r.channels > 0 && channelsAdmit(r, ran.nChannels)) return &r;
-    if (alwaysApplies(r)) return nullptr;
+    if (r.alwaysApplies()) return nullptr;
   }
   return nullptr;
 }

@@ -38,12 +38,6 @@ std::optional<Range> totalBytesRange(const Rule& r, Collective c, uint64_t nRank
   return out;
 }
 
-/// A rule that always applies once it matches by size: no per-call conditions and no choice
-/// that the cost table could veto. Candidates behind it can never be reached.
-bool alwaysApplies(const Rule& r) {
-  return !r.namesChoice() && r.pipeOps.any() && r.regBuff < 0;
-}
-
 }  // namespace
 
 CommShape CommShape::from(uint64_t nRanks, uint64_t nNodes) {
@@ -141,7 +135,7 @@ CompiledTable CompiledTable::compile(const TuningTable& table, const CommShape& 
       for (auto k = first; k < last && !overflow; ++k) {
         if (closed[k]) continue;
         lists[k].push_back(h);
-        if (alwaysApplies(out.rules_[h.rule])) closed[k] = 1;
+        if (out.rules_[h.rule].alwaysApplies()) closed[k] = 1;
         overflow = ++total > kMaxEntriesPerLane;
       }
       if (overflow) break;

@@ -7,7 +7,7 @@
 namespace pilot::tuner {
 namespace {
 
-constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+constexpr uint64_t kNoLaterRelease = std::numeric_limits<uint64_t>::max();
 
 /// The first release that loads each ABI as its newest. 2.32 is split: 2.32.3 knows v6 only,
 /// 2.32.6 added v7.
@@ -40,7 +40,8 @@ bool ncclAdmits(const Rule& rule, const ProcessFacts& facts) {
 Range ncclVersionsOfTunerAbi(int abi) {
   for (size_t i = 0; i < kReleases; ++i) {
     if (kFirst[i].abi != abi) continue;
-    return Range{kFirst[i].version, i + 1 < kReleases ? kFirst[i + 1].version - 1 : kMax};
+    return Range{kFirst[i].version,
+                 i + 1 < kReleases ? kFirst[i + 1].version - 1 : kNoLaterRelease};
   }
   return Range{};
 }
@@ -61,7 +62,7 @@ std::string formatNcclVersion(uint64_t code) {
 std::string formatNcclVersions(const Range& r) {
   if (r.any()) return "any";
   if (r.lo == r.hi) return formatNcclVersion(r.lo);
-  if (r.hi == kMax) return formatNcclVersion(r.lo) + " and later";
+  if (r.hi == kNoLaterRelease) return formatNcclVersion(r.lo) + " and later";
   if (r.lo == 0) return "up to " + formatNcclVersion(r.hi);
   return formatNcclVersion(r.lo) + "-" + formatNcclVersion(r.hi);
 }

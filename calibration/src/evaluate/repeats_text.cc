@@ -6,20 +6,8 @@
 #include "pilot/calibration/evaluate.h"
 
 namespace pilot::calibration {
-namespace {
-
-std::string fixed(double v, int decimals) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string pad(const std::string& s, size_t width, bool right = true) {
-  if (s.size() >= width) return s;
-  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
-
-}  // namespace
+using detail::fixed;
+using detail::pad;
 
 std::string evaluationText(const Evaluation& e) {
   std::ostringstream os;

@@ -9,19 +9,10 @@
 namespace pilot::calibration {
 namespace {
 
-using json = nlohmann::ordered_json;
-
-std::string fixed(double v, int decimals) {
-  if (!std::isfinite(v)) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string pad(const std::string& s, size_t width, bool right = true) {
-  if (s.size() >= width) return s;
-  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
+using OrderedJson = nlohmann::ordered_json;
+using detail::fixed;
+using detail::number;
+using detail::pad;
 
 std::string gap(const TableScore& s) {
   return std::isfinite(s.gapCaptured) ? percent(s.gapCaptured)
@@ -35,10 +26,6 @@ std::string worst(const TableScore& s) {
   return fixed(w.speedup, 3) + " at " + detail::bytes(w.size) + " (" + w.shape.str() + ": " +
          w.chosen + " " + fixed(w.chosenUs, 2) + " us vs default " + fixed(w.defaultUs, 2) +
          " us; noise " + percent(w.noise) + ")";
-}
-
-json number(double v) {
-  return std::isfinite(v) ? json(v) : json(nullptr);
 }
 
 }  // namespace
@@ -113,7 +100,7 @@ std::string scoreComparisonText(const TableScore& in, const TableScore& out) {
 }
 
 nlohmann::ordered_json tableScoreJson(const TableScore& s) {
-  json j;
+  OrderedJson j;
   j["sizes_scored"] = s.scored;
   j["sizes_unscored"] = s.unscored;
   j["fraction"] = s.fraction;
@@ -127,12 +114,12 @@ nlohmann::ordered_json tableScoreJson(const TableScore& s) {
     j["worst"] = {{"size", w.size}, {"speedup", w.speedup}, {"chosen", w.chosen}};
     detail::putShape(j["worst"], w.shape);
   }
-  j["sizes"] = json::array();
+  j["sizes"] = OrderedJson::array();
   for (const TableSizeScore& x : s.sizes) {
-    json r;
+    OrderedJson r;
     detail::putShape(r, x.shape);
     r["size"] = x.size;
-    r["rule_line"] = x.ruleLine > 0 ? json(x.ruleLine) : json(nullptr);
+    r["rule_line"] = x.ruleLine > 0 ? OrderedJson(x.ruleLine) : OrderedJson(nullptr);
     r["chosen"] = x.chosen;
     r["scored"] = x.scored;
     r["chosen_us"] = number(x.chosenUs);

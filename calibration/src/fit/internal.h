@@ -51,6 +51,14 @@ void putShape(nlohmann::ordered_json& j, const ShapeKey& k);
 
 /// "1.5 us", "12.3 ms".
 std::string formatTime(double us);
+/// `v` with `decimals` decimals; "n/a" when it is not finite.
+std::string fixed(double v, int decimals);
+/// `s` padded with spaces to `width`: on the left (right-aligned) or on the right.
+std::string pad(const std::string& s, size_t width, bool right = true);
+/// NaN and infinities are not JSON: null says "not computed".
+nlohmann::ordered_json number(double v);
+/// The current time in UTC, in strftime's `format`.
+std::string utcNow(const char* format);
 /// "8K" style exact byte counts for comments.
 std::string bytes(uint64_t v);
 

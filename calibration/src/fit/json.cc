@@ -8,24 +8,20 @@
 namespace pilot::calibration {
 namespace {
 
-using json = nlohmann::ordered_json;
-
-/// NaN and infinities are not JSON: null says "not computed".
-json number(double v) {
-  return std::isfinite(v) ? json(v) : json(nullptr);
-}
+using OrderedJson = nlohmann::ordered_json;
+using detail::number;
 
 /// Rounded for people; the table holds the exact choices.
 double round4(double v) {
   return std::round(v * 1e4) / 1e4;
 }
 
-json sizeOrNull(uint64_t v) {
-  return v == UINT64_MAX ? json(nullptr) : json(v);
+OrderedJson sizeOrNull(uint64_t v) {
+  return v == UINT64_MAX ? OrderedJson(nullptr) : OrderedJson(v);
 }
 
-json bandJson(const Band& b) {
-  json j;
+OrderedJson bandJson(const Band& b) {
+  OrderedJson j;
   j["lo"] = b.lo;
   j["hi"] = sizeOrNull(b.hi);
   j["chosen"] = b.label;
@@ -40,8 +36,8 @@ json bandJson(const Band& b) {
   return j;
 }
 
-json abJson(const AlphaBeta& ab) {
-  json j;
+OrderedJson abJson(const AlphaBeta& ab) {
+  OrderedJson j;
   j["alpha_us"] = round4(ab.alphaUs);
   j["beta_gbps"] = round4(ab.betaGBps());
   return j;
@@ -50,10 +46,10 @@ json abJson(const AlphaBeta& ab) {
 }  // namespace
 
 nlohmann::ordered_json fitJson(const FitResult& r) {
-  json out;
-  out["decisions"] = json::array();
+  OrderedJson out;
+  out["decisions"] = OrderedJson::array();
   for (const Decision& d : r.decisions) {
-    json j;
+    OrderedJson j;
     detail::putShape(j, d.shape);
     j["size"] = d.size;
     j["chosen"] = d.chosenLabel;
@@ -73,10 +69,10 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
   out["min_repeats"] = r.options.minRepeats;
   if (!r.ncclVersion.empty()) out["nccl"] = r.ncclVersion;
 
-  out["configs"] = json::array();
+  out["configs"] = OrderedJson::array();
   for (const Shape& shape : r.data.shapes) {
     for (const Series& s : shape.series) {
-      json j;
+      OrderedJson j;
       detail::putShape(j, shape.key);
       j["label"] = s.label;
       j["algo"] = s.config.algo;
@@ -106,11 +102,11 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
     }
   }
 
-  out["bands"] = json::array();
+  out["bands"] = OrderedJson::array();
   for (const ShapeFit& f : r.shapes) {
-    json j;
+    OrderedJson j;
     detail::putShape(j, f.key);
-    j["bands"] = json::array();
+    j["bands"] = OrderedJson::array();
     for (const Band& b : f.bands) j["bands"].push_back(bandJson(b));
     if (!f.note.empty()) j["note"] = f.note;
     j["evidence"] = {{"kind", evidenceName(f.evidence.kind)},
@@ -126,21 +122,21 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
     out["bands"].push_back(j);
   }
 
-  json ex;
+  OrderedJson ex;
   ex["sizes_policy"] =
       "past the largest measured size the last band continues only where alpha-beta models "
       "(fitted over the top 4 octaves) predict a gain above its bar; otherwise NCCL decides";
-  ex["sizes"] = json::array();
+  ex["sizes"] = OrderedJson::array();
   for (const ShapeFit& f : r.shapes) {
     if (!f.extension.attempted) continue;
-    json j;
+    OrderedJson j;
     detail::putShape(j, f.key);
     j["chosen"] = f.extension.label;
     j["model_chosen"] = abJson(f.extension.chosen);
     j["model_default"] = abJson(f.extension.defaults);
     j["gain_at_largest"] = round4(f.extension.gainAtLargest);
     j["gain_limit"] = round4(f.extension.gainLimit);
-    j["until"] = f.extension.until == 0 ? json(nullptr) : sizeOrNull(f.extension.until);
+    j["until"] = f.extension.until == 0 ? OrderedJson(nullptr) : sizeOrNull(f.extension.until);
     j["unbounded"] = f.extension.until == UINT64_MAX;
     j["note"] = f.extension.note;
     ex["sizes"].push_back(j);
@@ -150,9 +146,9 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
       "node counts better), fitted per size over the measurements within 2 octaves by relative "
       "least squares; error = median |predicted - measured| / measured over held-out node "
       "counts";
-  ex["nodes"] = json::array();
+  ex["nodes"] = OrderedJson::array();
   for (const NodeModelReport& m : r.nodeModels) {
-    json j;
+    OrderedJson j;
     j["collective"] = m.collective;
     j["ranks_per_node"] = m.ranksPerNode;
     if (!m.setup.empty()) j["setup"] = m.setup;
@@ -160,27 +156,27 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
     j["node_counts"] = m.nodeCounts;
     j["node_term"] = nodeScaleName(m.scale);
     j["median_rel_error"] = number(round4(m.medianRelError));
-    j["held_out"] = json::array();
+    j["held_out"] = OrderedJson::array();
     for (const auto& h : m.heldOut) {
       j["held_out"].push_back(
           {{"nodes", h.nodes}, {"median_rel_error", round4(h.medianRelError)}, {"sizes", h.sizes}});
     }
     ex["nodes"].push_back(j);
   }
-  ex["node_ranges"] = json::array();
+  ex["node_ranges"] = OrderedJson::array();
   for (const NodeRange& range : r.nodeRanges) {
-    json j;
+    OrderedJson j;
     j["collective"] = range.collective;
     j["ranks_per_node"] = range.ranksPerNode;
     if (!range.setup.empty()) j["setup"] = range.setup;
     j["nodes"] = {range.below + 1, range.above - 1};
-    j["bands"] = json::array();
+    j["bands"] = OrderedJson::array();
     for (const Band& b : range.bands) j["bands"].push_back(bandJson(b));
     ex["node_ranges"].push_back(j);
   }
   out["extrapolation"] = ex;
 
-  out["excluded_runs"] = json::array();
+  out["excluded_runs"] = OrderedJson::array();
   for (const ExcludedRun& e : r.data.excluded) {
     out["excluded_runs"].push_back({{"source", e.source},
                                     {"collective", e.collective},
@@ -193,7 +189,7 @@ nlohmann::ordered_json fitJson(const FitResult& r) {
 
 namespace detail {
 
-void putShape(json& j, const ShapeKey& k) {
+void putShape(OrderedJson& j, const ShapeKey& k) {
   j["collective"] = k.collective;
   j["nodes"] = k.nodes;
   j["ranks"] = k.ranks;

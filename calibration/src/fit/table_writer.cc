@@ -10,15 +10,6 @@ namespace {
 
 using detail::bytes;
 
-std::string utcNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 /// Comment text stays on one line and well inside the parser's line limit.
 std::string oneLine(std::string s, size_t limit = 1000) {
   for (char& c : s) {
@@ -82,7 +73,7 @@ std::string tableText(const FitResult& r) {
   const FitOptions& o = r.options;
   os << "#@ table: nccl-pilot 1\n";
   os << "#@ fitted-by: nccl-pilot " << (o.toolVersion.empty() ? "?" : o.toolVersion) << " fit\n";
-  os << "#@ date: " << (o.date.empty() ? utcNow() : o.date) << "\n";
+  os << "#@ date: " << (o.date.empty() ? detail::utcNow("%Y-%m-%dT%H:%M:%SZ") : o.date) << "\n";
   if (!o.inputs.empty()) os << "#@ inputs: " << oneLine(inputsList(o.inputs)) << "\n";
   if (!r.ncclVersion.empty()) os << "#@ nccl: " << r.ncclVersion << "\n";
   os << "#@ margin: " << o.margin << "\n";

@@ -14,10 +14,13 @@
 #include "pilot/calibration/metrics_summary.h"
 #include "pilot/core/fabric.h"
 #include "pilot/core/file.h"
+#include "pilot/core/text.h"
 #include "pilot/tuner/names.h"
 
 namespace pilot::calibration {
 namespace {
+
+using text::endsWith;
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -25,10 +28,6 @@ using json = nlohmann::json;
 /// Problems listed per file; more are counted in one line.
 constexpr size_t kMaxProblemsPerFile = 20;
 constexpr size_t kMaxTextField = 256;
-
-bool endsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 /// Typed, bounded access to one line's fields; the first failure is kept in `error`.
 struct Fields {

@@ -15,11 +15,9 @@
 namespace pilot::calibration {
 namespace {
 
-using detail::ColumnLayout;
+using text::startsWith;
 
-bool startsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
+using detail::ColumnLayout;
 
 /// Text that reads like a failure: launcher, CUDA, NCCL or nccl-tests complaining.
 bool looksLikeError(std::string_view line) {

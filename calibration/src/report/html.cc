@@ -18,15 +18,6 @@ namespace {
 using detail::bytes;
 using text::escapeXml;
 
-std::string utcNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
-  return buf;
-}
-
 std::string fmt(const char* f, double v) {
   char buf[48];
   std::snprintf(buf, sizeof buf, f, v);
@@ -392,8 +383,8 @@ std::string reportHtml(const FitResult& fit, const ReportChoices& choices,
      << escapeXml(options.title) << "</title>\n<style>" << detail::kReportCss
      << "</style></head><body>\n";
   os << "<header><h1>" << escapeXml(options.title) << "</h1><p class=\"meta\">"
-     << escapeXml(options.date.empty() ? utcNow() : options.date) << " · nccl-pilot "
-     << escapeXml(options.toolVersion) << " · NCCL "
+     << escapeXml(options.date.empty() ? detail::utcNow("%Y-%m-%d %H:%M UTC") : options.date)
+     << " · nccl-pilot " << escapeXml(options.toolVersion) << " · NCCL "
      << escapeXml(fit.ncclVersion.empty() ? "unknown/mixed" : fit.ncclVersion) << " · margin "
      << percent(fit.options.margin) << " · min-repeats " << fit.options.minRepeats
      << " · choices: " << escapeXml(choices.source == "fit" ? "fitted now" : choices.source)

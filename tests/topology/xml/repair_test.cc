@@ -19,7 +19,7 @@ void expectParentsFirst(const Machine& m) {
   for (size_t i = 0; i < m.pci.size(); ++i) EXPECT_LT(m.pci[i].parent, static_cast<int>(i)) << i;
 }
 
-int pciByBus(const Machine& m, const std::string& bus) {
+int pciIndexByBus(const Machine& m, const std::string& bus) {
   for (size_t i = 0; i < m.pci.size(); ++i) {
     if (m.pci[i].busId && m.pci[i].busId->str() == bus) return static_cast<int>(i);
   }
@@ -50,7 +50,7 @@ TEST(RepairFlatTopology, FlatKvmBecomesPixThroughNcclXml) {
                            "PHB, now PIX"}));
   expectParentsFirst(r.machine);
   ASSERT_EQ(r.machine.gpus.size(), m.gpus.size()) << "GPU and NIC indices survive the repair";
-  const int sw = pciByBus(r.machine, "ffff:ff:01.0");
+  const int sw = pciIndexByBus(r.machine, "ffff:ff:01.0");
   ASSERT_GE(sw, 0);
   const PciNode& s = r.machine.pci[sw];
   EXPECT_TRUE(s.synthetic);
@@ -81,9 +81,9 @@ TEST(RepairFlatTopology, FlatKvmBecomesPixThroughNcclXml) {
   const std::pair<const char*, const char*> expected[] = {{"0000:01:00.0", "0000:03:00.0"},
                                                           {"0000:02:00.0", "0000:04:00.0"}};
   for (const auto& [gpu, nic] : expected) {
-    EXPECT_EQ(classifyPath(b, pciByBus(b, gpu), pciByBus(b, nic)), PathType::PIX) << gpu;
+    EXPECT_EQ(classifyPath(b, pciIndexByBus(b, gpu), pciIndexByBus(b, nic)), PathType::PIX) << gpu;
   }
-  EXPECT_EQ(classifyPath(b, pciByBus(b, "0000:01:00.0"), pciByBus(b, "0000:04:00.0")),
+  EXPECT_EQ(classifyPath(b, pciIndexByBus(b, "0000:01:00.0"), pciIndexByBus(b, "0000:04:00.0")),
             PathType::NODE)
       << "different fake switches on one NUMA node";
   for (const GpuNicPair& p : pairGpusWithNics(b)) EXPECT_EQ(p.path, PathType::PIX);
@@ -97,7 +97,7 @@ TEST(RepairFlatTopology, SharedNicTakesAllItsGpusUnderOneSwitch) {
             std::vector<std::string>{"ffff:ff:01.0 groups GPUs 0000:00:05.0, 0000:00:06.0 with "
                                      "mlx5_0 (0000:00:07.0): was PHB, now PIX"});
   expectParentsFirst(r.machine);
-  const int sw = pciByBus(r.machine, "ffff:ff:01.0");
+  const int sw = pciIndexByBus(r.machine, "ffff:ff:01.0");
   for (const Gpu& g : r.machine.gpus) EXPECT_EQ(r.machine.pci[g.pci].parent, sw);
   EXPECT_EQ(r.machine.pci[r.machine.nics[0].pci].parent, sw);
   EXPECT_EQ(r.machine.pci[sw].numaNode, -1);
@@ -122,7 +122,7 @@ TEST(RepairFlatTopology, RailsMoveTogether) {
   EXPECT_EQ(r.actions[0],
             "ffff:ff:01.0 groups GPU 0000:01:00.0 with mlx5_0 (0000:02:00.0), mlx5_1 "
             "(0000:03:00.0): was PHB, now PIX");
-  const PciNode& sw = r.machine.pci[pciByBus(r.machine, "ffff:ff:01.0")];
+  const PciNode& sw = r.machine.pci[pciIndexByBus(r.machine, "ffff:ff:01.0")];
   EXPECT_EQ(sw.linkSpeed, "32.0 GT/s PCIe") << "the best of its members";
   EXPECT_EQ(sw.linkWidth, 16);
 }
@@ -138,8 +138,8 @@ TEST(RepairFlatTopology, NicFunctionsMoveTogether) {
   const Machine m = b.build();
   const RepairResult r = repairFlatTopology(m, pairGpusWithNics(m));
   ASSERT_TRUE(r.repaired);
-  const int sw = pciByBus(r.machine, "ffff:ff:01.0");
-  EXPECT_EQ(r.machine.pci[pciByBus(r.machine, "0000:02:00.1")].parent, sw);
+  const int sw = pciIndexByBus(r.machine, "ffff:ff:01.0");
+  EXPECT_EQ(r.machine.pci[pciIndexByBus(r.machine, "0000:02:00.1")].parent, sw);
 }
 
 TEST(RepairFlatTopology, GpusOnDifferentNumaNodesThanTheirNicAreLeftAlone) {
@@ -170,7 +170,7 @@ TEST(RepairFlatTopology, NodePairsOnOneNumaNodeAreGrouped) {
   ASSERT_EQ(r.actions.size(), 1u);
   EXPECT_NE(r.actions[0].find("was NODE, now PIX"), std::string::npos);
   expectParentsFirst(r.machine);
-  const int sw = pciByBus(r.machine, "ffff:ff:01.0");
+  const int sw = pciIndexByBus(r.machine, "ffff:ff:01.0");
   EXPECT_EQ(r.machine.pci[sw].parent, 0) << "under the GPU's host bridge";
   EXPECT_EQ(classifyPath(r.machine, r.machine.gpus[0].pci, r.machine.nics[0].pci), PathType::PIX);
 }

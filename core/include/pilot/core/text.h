@@ -17,6 +17,8 @@ std::vector<std::string_view> split(std::string_view s, char separator);
 /// Splits on runs of spaces and tabs.
 std::vector<std::string_view> splitWhitespace(std::string_view s);
 bool equalsIgnoreCase(std::string_view a, std::string_view b);
+bool startsWith(std::string_view s, std::string_view prefix);
+bool endsWith(std::string_view s, std::string_view suffix);
 std::string toLower(std::string_view s);
 
 /// A non-negative decimal integer that fits in uint64_t; nothing else (no sign, no spaces).

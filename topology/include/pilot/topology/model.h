@@ -105,4 +105,8 @@ const char* pathName(PathType p);
 /// one unknown). Indices into Machine::pci; an invalid index gives SYS.
 PathType classifyPath(const Machine& m, int pciA, int pciB);
 
+/// The NUMA node of the PCI object at index `pci` of Machine::pci: its own, or its nearest
+/// ancestor's; -1 when none says or the index is invalid.
+int numaNodeOf(const Machine& m, int pci);
+
 }  // namespace pilot::topology

@@ -99,6 +99,9 @@ struct Rule {
 
   bool selectsOneCell() const;
   bool namesChoice() const { return algorithms != 0 || protocols != 0; }
+  /// It applies whenever it matches by size: no per-call condition and no choice the cost table
+  /// could veto. compile() drops the candidates behind it: getCollInfo stops there.
+  bool alwaysApplies() const { return !namesChoice() && pipeOps.any() && regBuff < 0; }
   bool isMark() const { return explore != ExploreMark::None; }
 };
 

@@ -91,19 +91,20 @@ std::string nowUtc() {
 /// nccl-tests writes PATH.N when PATH exists; a rerun must start from no JSON at all.
 void removeOldJson(const std::string& dir, const PlannedRun& run) {
   namespace fs = std::filesystem;
-  const fs::path json = fs::path(dir) / run.json;
+  const fs::path jsonPath = fs::path(dir) / run.json;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(json.parent_path(), ec)) {
+  for (const auto& entry : fs::directory_iterator(jsonPath.parent_path(), ec)) {
     const std::string name = entry.path().filename().string();
-    const std::string base = json.filename().string();
+    const std::string base = jsonPath.filename().string();
     if (name == base || name.rfind(base + ".", 0) == 0) fs::remove(entry.path(), ec);
   }
 }
 
 /// Judges a run that exited 0 from its own output: "" when complete and sound, else why not.
-std::string judgeOutput(const std::string& dir, const PlannedRun& run, bool json, bool* wroteJson) {
+std::string judgeOutput(const std::string& dir, const PlannedRun& run, bool wantJson,
+                        bool* wroteJson) {
   *wroteJson = false;
-  if (json) {
+  if (wantJson) {
     auto text = readFile(dir + "/" + run.json);
     *wroteJson = text.ok() && !parseNcclTestsJson(*text, run.json).runs.empty();
   }
@@ -163,7 +164,7 @@ Status SweepRunner::resolveBinaries() {
     if (binary_.count(run.program)) continue;
     const std::string found = findTestBinary(testsDir, run.program);
     std::string use = o_.testsDir.empty() ? run.binary : o_.testsDir + "/" + run.program;
-    bool json = plan_.options.jsonOutput;
+    bool takesJson = plan_.options.jsonOutput;
     if (found.empty()) {
       if (local) {
         return Error{run.program + " not found " +
@@ -174,14 +175,14 @@ Status SweepRunner::resolveBinaries() {
            << launcherName(plan_.options.launcher) << " as planned\n";
     } else {
       if (local) use = found;
-      if (auto probed = probeJsonSupport(found)) json = *probed;
-      if (json != plan_.options.jsonOutput) {
-        out_ << "note: " << run.program << (json ? " takes" : " does not take") << " -J; runs "
-             << (json ? "write" : "skip") << " JSON unlike the plan's commands\n";
+      if (auto probed = probeJsonSupport(found)) takesJson = *probed;
+      if (takesJson != plan_.options.jsonOutput) {
+        out_ << "note: " << run.program << (takesJson ? " takes" : " does not take") << " -J; runs "
+             << (takesJson ? "write" : "skip") << " JSON unlike the plan's commands\n";
       }
     }
     binary_[run.program] = use;
-    json_[run.program] = json;
+    json_[run.program] = takesJson;
   }
   return Status::success();
 }

@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
 
 #include "job_json.h"
 #include "pilot/core/file.h"
+#include "pilot/core/parallel.h"
 #include "pilot/core/text.h"
 #include "pilot/doctor/job_audit.h"
 
@@ -101,6 +103,15 @@ struct FileState {
   }
 };
 
+/// One file as read, before it meets the others: what it says (records, memberships, each with
+/// its line) and its problems. Files are read on every core, then applied in order.
+struct FileRecords {
+  explicit FileRecords(FileState s) : state(std::move(s)) {}
+  FileState state;
+  std::vector<std::pair<size_t, JobProcess>> processes;
+  std::vector<std::tuple<size_t, std::string, CommMember>> members;
+};
+
 class Reader {
  public:
   explicit Reader(JobRecords* out) : out_(out) {
@@ -136,33 +147,40 @@ class Reader {
     }
   }
 
-  void file(const std::string& path, bool summary) {
-    ++out_->filesRead;
-    FileState state(path, summary);
+  /// Reads one file; touches nothing shared (files are read on several threads).
+  static FileRecords file(const std::string& path, bool summary) {
+    FileRecords rec(FileState(path, summary));
     if (summary) {
-      streamSummary(&state);
+      streamSummary(&rec);
     } else {
       std::string text;
       switch (readFileUpTo(path, kJobMaxRecordFileBytes, &text)) {
         case ReadOutcome::Ok:
-          lines(&state, text);
+          lines(&rec, text);
           break;
         case ReadOutcome::TooLarge:
-          state.add(0, "larger than " + std::to_string(kJobMaxRecordFileBytes >> 20) +
-                           " MiB: not a record of ours");
+          rec.state.add(0, "larger than " + std::to_string(kJobMaxRecordFileBytes >> 20) +
+                               " MiB: not a record of ours");
           break;
         default:
-          state.add(0, "cannot read");
+          rec.state.add(0, "cannot read");
       }
     }
-    close(state);
+    return rec;
   }
 
-  void text(const std::string& path, std::string_view bytes) {
+  static FileRecords text(const std::string& path, std::string_view bytes) {
+    FileRecords rec(FileState(path, endsWith(path, ".jsonl")));
+    lines(&rec, bytes);
+    return rec;
+  }
+
+  /// What one file says, added to the job's records (in file order, on one thread).
+  void apply(FileRecords* rec) {
     ++out_->filesRead;
-    FileState state(path, endsWith(path, ".jsonl"));
-    lines(&state, bytes);
-    close(state);
+    for (auto& [number, p] : rec->processes) provenance(&rec->state, number, std::move(p));
+    for (auto& [number, comm, m] : rec->members) member(&rec->state, number, comm, std::move(m));
+    close(rec->state);
   }
 
   void note(std::string line) {
@@ -174,22 +192,19 @@ class Reader {
   }
 
  private:
-  void lines(FileState* state, std::string_view bytes) {
+  static void lines(FileRecords* rec, std::string_view bytes) {
     LineSplitter split;
-    auto fn = [&](size_t n, std::string_view l, bool tooLong) {
-      return line(state, n, l, tooLong);
-    };
+    auto fn = [&](size_t n, std::string_view l, bool tooLong) { return line(rec, n, l, tooLong); };
     if (split.feed(bytes, fn)) split.finish(fn);
   }
 
-  void streamSummary(FileState* state) {
+  static void streamSummary(FileRecords* rec) {
+    FileState* state = &rec->state;
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(state->path.c_str(), "rb"),
                                                       &std::fclose);
     if (!f) return state->add(0, "cannot read");
     LineSplitter split;
-    auto fn = [&](size_t n, std::string_view l, bool tooLong) {
-      return line(state, n, l, tooLong);
-    };
+    auto fn = [&](size_t n, std::string_view l, bool tooLong) { return line(rec, n, l, tooLong); };
     std::string chunk(1u << 16, '\0');
     size_t total = 0;
     while (true) {
@@ -207,7 +222,8 @@ class Reader {
   }
 
   /// One line; false stops the file (a summary that is not ours).
-  bool line(FileState* state, size_t number, std::string_view raw, bool tooLong) {
+  static bool line(FileRecords* rec, size_t number, std::string_view raw, bool tooLong) {
+    FileState* state = &rec->state;
     const std::string_view text = trimmed(raw);
     if (text.empty()) return true;
     const bool first = !state->sawLine;
@@ -243,20 +259,27 @@ class Reader {
     }
     const std::string& k = kind->get_ref<const std::string&>();
     if (k == "provenance") {
-      provenance(state, number, j);
+      JobProcess p;
+      if (const std::string why = detail::recordFromJson(j, &p); !why.empty()) {
+        state->add(number, why);
+      } else {
+        rec->processes.emplace_back(number, std::move(p));
+      }
     } else if (k == "communicator" && state->summary) {
-      member(state, number, j);
+      std::string comm;
+      CommMember m;
+      if (const std::string why = detail::memberFromJson(j, &comm, &m); !why.empty()) {
+        state->add(number, why);
+      } else {
+        rec->members.emplace_back(number, std::move(comm), std::move(m));
+      }
     } else if (!state->summary) {
       state->add(number, "kind \"" + detail::boundedText(k) + "\", not a provenance record");
     }
     return true;
   }
 
-  void provenance(FileState* state, size_t number, const json& j) {
-    JobProcess p;
-    if (const std::string why = detail::recordFromJson(j, &p); !why.empty()) {
-      return state->add(number, why);
-    }
+  void provenance(FileState* state, size_t number, JobProcess p) {
     if (p.format > provenance::kRecordFormat) state->newerFormat = p.format;
     p.file = state->path + ":" + std::to_string(number);
     const auto key = std::make_pair(p.record.node, p.record.pid);
@@ -296,12 +319,7 @@ class Reader {
     }
   }
 
-  void member(FileState* state, size_t number, const json& j) {
-    std::string comm;
-    CommMember m;
-    if (const std::string why = detail::memberFromJson(j, &comm, &m); !why.empty()) {
-      return state->add(number, why);
-    }
+  void member(FileState* state, size_t number, const std::string& comm, CommMember m) {
     if (!memberships_.insert({comm, m.node, m.pid}).second) return;
     if (memberships_.size() > kJobMaxMemberships ||
         (!out_->comms.count(comm) && out_->comms.size() >= kJobMaxComms)) {
@@ -346,7 +364,11 @@ JobRecords readJobRecords(const std::vector<std::string>& paths) {
                 std::to_string(kJobMaxFiles) + " are read");
     files.resize(kJobMaxFiles);
   }
-  for (const auto& [path, summary] : files) reader.file(path, summary);
+  // Read on every core, applied in order: the same records and notes as one thread's.
+  std::vector<std::optional<FileRecords>> read(files.size());
+  forEachIndex(files.size(),
+               [&](size_t i) { read[i].emplace(Reader::file(files[i].first, files[i].second)); });
+  for (std::optional<FileRecords>& rec : read) reader.apply(&*rec);
   std::sort(out.processes.begin(), out.processes.end(),
             [](const JobProcess& a, const JobProcess& b) {
               return std::tie(a.record.node, a.record.pid) < std::tie(b.record.node, b.record.pid);
@@ -355,7 +377,8 @@ JobRecords readJobRecords(const std::vector<std::string>& paths) {
 }
 
 void addJobFileText(const std::string& path, std::string_view text, JobRecords* records) {
-  Reader(records).text(path, text);
+  FileRecords rec = Reader::text(path, text);
+  Reader(records).apply(&rec);
 }
 
 }  // namespace pilot::doctor

@@ -39,7 +39,7 @@ expect 'STALLED comm 0xd9 "dp" (4 ranks, job 4711): AllReduce #40, 4M bytes, sta
 expect "  not launched  3" "$work/hung.txt"
 expect "  stuck         0-2" "$work/hung.txt"
 expect "  suspects      3" "$work/hung.txt"
-expect "why: rank 3 never launched AllReduce #40 on comm dp: its last operation there was AllReduce #39, 6.3 s ago" "$work/hung.txt"
+expect "why (not_launched): rank 3 never launched AllReduce #40 on comm dp: its last operation there was AllReduce #39, 6.3 s ago" "$work/hung.txt"
 grep -qE '^ +3  not_launched +n0 +103 +AllReduce #39 +6\.3 +- +0\.3 *$' "$work/hung.txt" ||
   fail "no row for rank 3: $(cat "$work/hung.txt")"
 

@@ -42,6 +42,7 @@ HangReport JobDir::judge(std::optional<int64_t> nowMs, std::optional<double> sta
   o.stallS = stallS;
   o.readerNowMs = readerNowMs;
   o.mostRanks = mostRanks;
+  o.probe = probe;
   return hang::judge(readInputs({dir_}), o);
 }
 

@@ -33,6 +33,8 @@ class JobDir {
   HangReport judge(std::optional<int64_t> nowMs = kNow, std::optional<double> stallS = {},
                    int64_t readerNowMs = kNow, uint64_t mostRanks = kMostRanksListed) const;
   const std::string& path() const { return dir_; }
+  /// What judge() sees of the ranks' processes (none by default: another host).
+  ProcessProbe probe;
 
  private:
   std::string dir_;

@@ -115,9 +115,11 @@ TEST(HangVerdict, ARankWhoseStateStoppedIsFrozen) {
   EXPECT_NEAR(s.stalledS, 9.3, 1e-9);  // the live ranks' wait, not the frozen one's
   EXPECT_TRUE(Contains(s.why,
                        "rank 2 stopped refreshing its state 8.0 s ago while the others "
-                       "wait in AllReduce #40 on comm dp (it had launched it): the "
-                       "process is stopped, dead or wedged, or its host is gone — check "
-                       "rank 2's process (pid 102 on n0) and host"));
+                       "wait in AllReduce #40 on comm dp (it had launched it): dead or "
+                       "frozen (the process stopped, died or is wedged, or its host is gone; "
+                       "this host cannot see it) — check rank 2's process (pid 102 on n0) "
+                       "and host"));
+  EXPECT_EQ(s.kind, "frozen");
   EXPECT_EQ(rankOf(s, 2).behindS, 0);  // n0's other files are fresh: no clock to blame
 
   // Within the grace after its next write was due, it is not frozen yet.

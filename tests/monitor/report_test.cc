@@ -103,7 +103,7 @@ TEST(MonitorReport, ThePageHasTheLiveSectionEscaped) {
 TEST(MonitorReport, NothingStalledNoStragglerIsOneVerdictLine) {
   Live l;
   l.stateFilesSeen = l.stateFiles = 2;
-  l.comms = 1;
+  l.comms = l.measured = 1;
   l.asOf = "t";
   const std::string text = reportText(twoRanks(), 0.2, l);
   EXPECT_TRUE(Contains(text,
@@ -112,6 +112,10 @@ TEST(MonitorReport, NothingStalledNoStragglerIsOneVerdictLine) {
   EXPECT_EQ(text.find("STALLED"), std::string::npos);
   EXPECT_TRUE(Contains(reportHtml(twoRanks(), HtmlOptions{}, l),
                        "<p class=\"verdict\">stragglers: none in the last export windows</p>"));
+  // Before any export window closed, no straggler was looked for: not "none".
+  l.measured = 0;
+  EXPECT_TRUE(Contains(reportText(twoRanks(), 0.2, l),
+                       "  stragglers: not measured yet (no export window has closed"));
 }
 
 TEST(MonitorReport, UnusableStateFilesAreOneLine) {

@@ -3,8 +3,10 @@
 // never launched the stuck operation, are frozen, stuck, missing, or left it, whom to look at
 // first and why; and each communicator's straggler. Exit 0: nothing stalled; 1: something is;
 // 2: bad input.
+#include <chrono>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -13,10 +15,15 @@
 #include "hang/report.h"
 #include "hang/state_reader.h"
 #include "hang/timeline.h"
+#include "hang/watch.h"
 #include "pilot/doctor/job_audit.h"
 
 namespace pilot::cli {
 namespace {
+
+void sleepMs(int64_t ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
 
 struct HangArgs {
   std::vector<std::string> inputs;
@@ -26,12 +33,13 @@ struct HangArgs {
 };
 
 int runHang(const HangArgs& args) {
-  const hang::Inputs inputs = hang::readInputs(args.inputs);
   hang::HangOptions options;
   if (args.nowMs >= 0) options.nowMs = args.nowMs;
   if (args.stallS > 0) options.stallS = args.stallS;
-  options.readerNowMs = hang::readerClockMs();
-  hang::HangReport report = hang::judge(inputs, options);
+  options.probe.hostName = hang::thisHostName();
+  hang::Watched watched = hang::judgeWatching(args.inputs, options, hang::readerClockMs, sleepMs);
+  const hang::Inputs& inputs = watched.inputs;
+  hang::HangReport& report = watched.report;
   for (const std::string& note : report.notes) std::cerr << "note: " << note << "\n";
   if (!inputs.anyReadable) return reportError("no readable input", kExitUsage);
   if (inputs.stateFilesSeen == 0) {

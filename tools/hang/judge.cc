@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "hang/comm_groups.h"
+#include "hang/comm_order.h"
 #include "hang/timeline.h"
 
 namespace pilot::cli::hang {
@@ -29,7 +30,7 @@ HangReport judge(const Inputs& inputs, const HangOptions& options) {
   r.notes = inputs.notes;
   r.files = inputs.states.size();
   r.summaries = inputs.summaries.files.size();
-  const Timeline timeline(inputs.states, options.nowMs, options.readerNowMs);
+  const Timeline timeline(inputs.states, options.nowMs, options.readerNowMs, options.seen);
   r.referenceMs = timeline.referenceMs();
   r.notes.insert(r.notes.end(), timeline.notes().begin(), timeline.notes().end());
   const Grouping grouping = groupComms(inputs.states, timeline);
@@ -39,13 +40,16 @@ HangReport judge(const Inputs& inputs, const HangOptions& options) {
   JudgeOptions judgeOptions;
   judgeOptions.stallS = options.stallS;
   judgeOptions.mostRanks = options.mostRanks;
+  judgeOptions.probe = options.probe;
   for (const CommGroup& g : grouping.groups) {
     if (std::optional<Stall> s = judgeComm(g, timeline, facts, judgeOptions)) {
       judgeOptions.mostRanks -= std::min(judgeOptions.mostRanks, static_cast<uint64_t>(g.nRanks));
       r.stalls.push_back(std::move(*s));
     }
     if (std::optional<Straggler> s = stragglerOf(g, timeline)) r.stragglers.push_back(*s);
+    if (measuredWindow(g, timeline)) ++r.measured;
   }
+  findOrderInversions(&r.stalls);
   return r;
 }
 

@@ -19,6 +19,8 @@ struct HangOptions {
   int64_t readerNowMs = 0;                ///< this machine's clock
   std::optional<double> stallS;           ///< --stall-s
   uint64_t mostRanks = kMostRanksListed;  ///< over all stalled communicators
+  ProcessProbe probe;                     ///< this host's view of its ranks' processes
+  const Observations* seen = nullptr;     ///< what a watch saw of the writers (watch.h)
 };
 
 struct HangReport {
@@ -28,6 +30,8 @@ struct HangReport {
   size_t files = 0;      ///< state files used
   size_t summaries = 0;  ///< summary files read
   size_t comms = 0;      ///< communicators judged
+  /// communicators with a closed export window on a live rank: where a straggler was looked for
+  size_t measured = 0;
   int64_t referenceMs = 0;
   /// `doctor --job`'s one line on the same inputs ("" without a FAIL): the command fills it.
   std::string jobAudit;

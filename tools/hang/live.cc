@@ -64,6 +64,7 @@ monitor::Live liveOf(const HangReport& report, size_t stateFilesSeen,
   live.stateFilesSeen = stateFilesSeen;
   live.stateFiles = report.files;
   live.comms = report.comms;
+  live.measured = report.measured;
   live.asOf = utcText(report.referenceMs);
   live.hangCommand = hangCommand;
   for (const Straggler& s : report.stragglers) {

@@ -81,8 +81,10 @@ std::string stallText(const Stall& s) {
   out += listLine("not launched", s.notLaunched) + listLine("frozen", s.frozen) +
          listLine("stuck", s.stuck) + listLine("missing", s.missing);
   if (!s.finalized.empty()) out += listLine("finalized", s.finalized);
+  if (!s.mismatched.empty()) out += listLine("mismatched", s.mismatched);
+  if (!s.cycle.empty()) out += listLine("in a cycle", s.cycle);
   out += listLine("suspects", s.suspects);
-  out += "  why: " + s.why + "\n" + rows(s);
+  out += "  why (" + s.kind + "): " + s.why + "\n" + rows(s);
   return out;
 }
 
@@ -99,6 +101,13 @@ json rankJson(const RankDetail& d) {
   } else {
     j["last"] = nullptr;
   }
+  if (d.oldest) {
+    OpRef oldest = *d.oldest;
+    oldest.ageS = rounded(oldest.ageS);
+    j["oldest"] = opJson(oldest);
+    j["kernel_started"] = d.kernelStarted;
+  }
+  if (!d.fate.empty()) j["process"] = d.fate;
   j["wait_s"] = rounded(d.waitS);
   j["state_age_s"] = rounded(d.silentS);
   if (d.behindS > 0) j["clock_behind_s"] = rounded(d.behindS);
@@ -121,7 +130,10 @@ json stallJson(const Stall& s) {
             {"stuck", s.stuck},
             {"missing", s.missing},
             {"finalized", s.finalized},
+            {"mismatched", s.mismatched},
+            {"cycle", s.cycle},
             {"suspects", s.suspects},
+            {"kind", s.kind},
             {"why", s.why}};
   if (s.sender >= 0) {
     j["sender"] = s.sender;
@@ -134,6 +146,18 @@ json stallJson(const Stall& s) {
 }
 
 }  // namespace
+
+std::string noStragglerText(size_t comms, size_t measured) {
+  if (comms > 0 && measured == 0) {
+    return "not measured yet (no export window has closed on a live rank: the first closes one "
+           "export interval, NCCL_PILOT_EXPORT_S, after a communicator starts)";
+  }
+  if (measured < comms) {
+    return "none in the last export windows of " + std::to_string(measured) + " of " +
+           std::to_string(comms) + " communicator(s) (the others have none closed yet)";
+  }
+  return "none in the last export windows";
+}
 
 std::string stallOperationText(const Stall& s) {
   if (s.op.empty()) return "operation unknown";
@@ -150,7 +174,8 @@ std::string reportText(const HangReport& r) {
       (r.stalls.empty() ? "nothing stalled" : std::to_string(r.stalls.size()) + " stalled") + "\n";
   for (const Stall& s : r.stalls) out += stallText(s);
   out += "\n";
-  if (r.stragglers.empty()) return out + "stragglers: none in the last export windows\n";
+  if (r.stragglers.empty())
+    return out + "stragglers: " + noStragglerText(r.comms, r.measured) + "\n";
   out += "stragglers (the last export window; the rank whose kernels were the shortest):\n";
   for (const Straggler& s : r.stragglers) {
     out += "  " + commTitle(s.comm, s.commName) + ": rank " + std::to_string(s.rank) +

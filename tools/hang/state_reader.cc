@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "pilot/core/file.h"
+#include "pilot/core/parallel.h"
 #include "pilot/core/text.h"
 
 namespace pilot::cli::hang {
@@ -89,8 +90,15 @@ Inputs readInputs(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) in.anyReadable |= collect(path, &found, &in.notes);
   in.stateFilesSeen = found.states.size();
   std::map<std::pair<std::string, int64_t>, size_t> byProcess;
-  for (const auto& [path, input] : found.states) {
-    std::optional<StateFile> s = readState(path, &in.notes);
+  // Parsed on every core, merged in the order found.
+  std::vector<std::optional<StateFile>> parsed(found.states.size());
+  std::vector<std::vector<std::string>> notes(found.states.size());
+  forEachIndex(found.states.size(),
+               [&](size_t i) { parsed[i] = readState(found.states[i].first, &notes[i]); });
+  for (size_t i = 0; i < found.states.size(); ++i) {
+    const auto& [path, input] = found.states[i];
+    in.notes.insert(in.notes.end(), notes[i].begin(), notes[i].end());
+    std::optional<StateFile>& s = parsed[i];
     if (!s) continue;
     s->input = input;
     auto [it, fresh] = byProcess.try_emplace({s->node, s->pid}, in.states.size());

@@ -23,4 +23,13 @@ std::optional<Straggler> stragglerOf(const CommGroup& g, const Timeline& timelin
   return s;
 }
 
+bool measuredWindow(const CommGroup& g, const Timeline& timeline) {
+  for (const auto& [rank, m] : g.ranks) {
+    if (timeline.frozen(*m.file)) continue;
+    for (const WindowKey& k : m.state->window)
+      if (k.calls > 0) return true;
+  }
+  return false;
+}
+
 }  // namespace pilot::cli::hang

@@ -19,4 +19,8 @@ struct Straggler : CommKey, monitor::LateVote {};
 /// none (no group on two ranks, or no rank the shortest in most of them beyond the noise).
 std::optional<Straggler> stragglerOf(const CommGroup& g, const Timeline& timeline);
 
+/// Some rank of `g` still writing has a closed export window with calls in it: a straggler was
+/// looked for (before the first window closes, "no straggler" would say nothing).
+bool measuredWindow(const CommGroup& g, const Timeline& timeline);
+
 }  // namespace pilot::cli::hang

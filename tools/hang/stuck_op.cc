@@ -1,7 +1,9 @@
 #include "hang/stuck_op.h"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
+#include <vector>
 
 namespace pilot::cli::hang {
 
@@ -58,20 +60,31 @@ std::optional<Counts> sideOf(const CommState& c, int rank, const StuckOp& s) {
   return it != perPeer.end() ? it->second : Counts{};
 }
 
-double unshownAgeS(const std::map<int, View>& views, int rank, const StuckOp& s) {
-  auto self = views.find(rank);
-  if (!s.known || self == views.end()) return 0;
-  const std::optional<Counts> mine = sideOf(*self->second.member->state, rank, s);
-  if (!mine) return 0;
-  double age = 0;
-  for (const auto& [other, v] : views) {
-    if (other == rank) continue;
+std::map<int, double> unshownAgesS(const std::map<int, View>& views, const StuckOp& s) {
+  std::map<int, double> ages;
+  if (!s.known) return ages;
+  // Each party's completions towards the operation and how long ago it last completed; by
+  // completions, most first, each carrying the longest age among those with at least as many.
+  std::vector<std::pair<uint64_t, double>> doneAge;
+  std::map<int, uint64_t> launched;
+  for (const auto& [rank, v] : views) {
     const CommState& c = *v.member->state;
-    const std::optional<Counts> theirs = sideOf(c, other, s);
-    if (theirs && theirs->done > mine->launched)
-      age = std::max(age, c.lastDoneAgeS.value_or(0) + v.silentS);
+    const std::optional<Counts> side = sideOf(c, rank, s);
+    if (!side) continue;
+    launched[rank] = side->launched;
+    doneAge.emplace_back(side->done, c.lastDoneAgeS.value_or(0) + v.silentS);
   }
-  return age;
+  std::sort(doneAge.begin(), doneAge.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 1; i < doneAge.size(); ++i)
+    doneAge[i].second = std::max(doneAge[i].second, doneAge[i - 1].second);
+  for (const auto& [rank, mine] : launched) {
+    // The parties that completed more than this one launched (never itself: done <= launched).
+    auto end = std::partition_point(doneAge.begin(), doneAge.end(),
+                                    [&](const auto& d) { return d.first > mine; });
+    ages[rank] = end == doneAge.begin() ? 0 : std::prev(end)->second;
+  }
+  return ages;
 }
 
 }  // namespace pilot::cli::hang

@@ -45,8 +45,9 @@ bool names(const InFlight& o, const StuckOp& s, int rank);
 /// `rank`'s counts towards the stuck operation; nullopt: it is no party to it.
 std::optional<Counts> sideOf(const CommState& c, int rank, const StuckOp& s);
 
-/// At least how long ago another party completed an operation `rank`'s file does not show it
-/// launching (the other's last completion, carried to now); 0 when its file shows them all.
-double unshownAgeS(const std::map<int, View>& views, int rank, const StuckOp& s);
+/// For every member: at least how long ago another party completed an operation its file does
+/// not show it launching (the other's last completion, carried to now); 0 when its file shows
+/// them all. In O(n log n): the others' completion counts sorted once, not compared pairwise.
+std::map<int, double> unshownAgesS(const std::map<int, View>& views, const StuckOp& s);
 
 }  // namespace pilot::cli::hang

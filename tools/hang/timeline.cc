@@ -30,15 +30,28 @@ std::string utcText(int64_t unixMs) {
 }
 
 Timeline::Timeline(const std::vector<StateFile>& states, std::optional<int64_t> nowMs,
-                   int64_t readerNowMs) {
+                   int64_t readerNowMs, const Observations* seen) {
   reference_ = nowMs ? *nowMs : readerNowMs;
+  if (seen != nullptr) {
+    rewrote_ = seen->rewrote;
+    // A node whose files, rewritten while watched, carry times off this machine's clock: its
+    // files are judged on its own clock (behind or ahead).
+    for (const auto& [node, offset] : seen->nodeOffsetMs) {
+      if (offset >= -kAheadMs && offset <= kAheadMs) continue;
+      aheadNodeNow_[node] = reference_ + offset;
+      notes_.push_back("node " + node + "'s clock is " + seconds(offset < 0 ? -offset : offset) +
+                       " s " + (offset < 0 ? "behind" : "ahead of") +
+                       " this machine's (its state files, rewritten while watched, say so): its "
+                       "files are judged on its own clock");
+    }
+  }
   std::map<std::string, int64_t> newest;
   for (const StateFile& s : states) {
     auto [it, fresh] = newest.try_emplace(s.node, s.writtenMs);
     if (!fresh) it->second = std::max(it->second, s.writtenMs);
   }
   for (const auto& [node, ms] : newest) {
-    if (ms - reference_ <= kAheadMs) continue;
+    if (ms - reference_ <= kAheadMs || aheadNodeNow_.count(node) != 0) continue;
     aheadNodeNow_[node] = ms;
     notes_.push_back("node " + node + "'s clock is " + seconds(ms - reference_) +
                      " s ahead of the reference: its files are judged against its own newest");
@@ -47,13 +60,29 @@ Timeline::Timeline(const std::vector<StateFile>& states, std::optional<int64_t> 
   for (const auto& [node, ms] : newest) {
     if (aheadNodeNow_.count(node) == 0) newestOnTime = std::max(newestOnTime.value_or(ms), ms);
   }
-  // No file is written anymore (each past the next write it promised): the whole job stopped,
-  // ended or the files were gathered; judged against the reader's clock every rank would be
-  // frozen and nothing said of where they stood, so judged as of the newest.
+  // No rank rewrites its state when due: the whole job stopped (a watchdog's SIGKILL, a
+  // scheduler's stop), ended, or the files were gathered. Judged against the reader's clock
+  // every waiting rank would be frozen and nothing said of where they stood, so judged as of
+  // the newest. What decides are the ranks with something in flight: they promise a write
+  // every second, while an idle rank (elsewhere in the program) promises one per export
+  // interval and its last may lie well before the stop, so its promise proves nothing.
   bool noneWriting = newestOnTime.has_value();
+  for (const auto& [process, rewrote] : rewrote_) noneWriting = noneWriting && !rewrote;
+  bool anyInFlight = false;
   for (const StateFile& s : states) {
-    if (aheadNodeNow_.count(s.node) == 0 && (s.final || reference_ <= s.nextDueMs + kGraceMs)) {
-      noneWriting = false;
+    if (aheadNodeNow_.count(s.node) != 0 || s.final) continue;
+    const bool busy = std::any_of(s.comms.begin(), s.comms.end(),
+                                  [](const CommState& c) { return c.inFlight > 0; });
+    anyInFlight |= busy;
+    auto watched = rewrote_.find({s.node, s.pid});
+    const bool overdue =
+        watched != rewrote_.end() ? !watched->second : reference_ > s.nextDueMs + kGraceMs;
+    if (busy && !overdue) noneWriting = false;
+  }
+  if (!anyInFlight) {  // nothing in flight anywhere: every file must be overdue
+    for (const StateFile& s : states) {
+      if (aheadNodeNow_.count(s.node) == 0 && (s.final || reference_ <= s.nextDueMs + kGraceMs))
+        noneWriting = false;
     }
   }
   if (!nowMs && newestOnTime && reference_ - *newestOnTime > kGatheredMs) {
@@ -63,12 +92,15 @@ Timeline::Timeline(const std::vector<StateFile>& states, std::optional<int64_t> 
                      " s: gathered after the fact, or the job ended): judged as of the newest, " +
                      utcText(*newestOnTime));
     reference_ = *newestOnTime;
+    jobStopped_ = true;
   } else if (!nowMs && noneWriting) {
     notes_.push_back("no rank rewrote its state when due (the newest is " +
                      seconds(reference_ - *newestOnTime) +
-                     " s old: the whole job stopped or ended, or the files were copied): judged "
-                     "as of the newest, " +
+                     " s old, and the ranks with an operation in flight promised one every "
+                     "second): the whole job stopped (killed or stopped as a whole) or ended, or "
+                     "the files were copied; judged as of its last writes, " +
                      utcText(*newestOnTime));
+    jobStopped_ = true;
     reference_ = *newestOnTime;
   }
   std::map<std::string, bool> allOverdue;
@@ -77,7 +109,8 @@ Timeline::Timeline(const std::vector<StateFile>& states, std::optional<int64_t> 
     it->second = it->second && frozen(s);
   }
   for (const auto& [node, overdue] : allOverdue) {
-    if (overdue) behind_[node] = static_cast<double>(reference_ - newest[node]) / 1000;
+    if (overdue && aheadNodeNow_.count(node) == 0)
+      behind_[node] = static_cast<double>(reference_ - newest[node]) / 1000;
   }
 }
 
@@ -91,7 +124,12 @@ double Timeline::silentS(const StateFile& file) const {
 }
 
 bool Timeline::frozen(const StateFile& file) const {
-  return !file.final && nowFor(file) > file.nextDueMs + kGraceMs;
+  if (file.final) return false;
+  // What it did while watched, not what the clocks say; but a job that stopped as a whole is
+  // judged as of its last writes, where nobody is late yet.
+  auto seen = rewrote_.find({file.node, file.pid});
+  if (seen != rewrote_.end() && !jobStopped_) return !seen->second;
+  return nowFor(file) > file.nextDueMs + kGraceMs;
 }
 
 double Timeline::behindS(const StateFile& file) const {

@@ -24,10 +24,21 @@ constexpr double kLaunchWriteS = 1;     ///< the writer rewrites within this of 
 constexpr int64_t kAheadMs = 2000;      ///< a node's clock ahead by more: judged on its own
 constexpr int64_t kGatheredMs = 60000;  ///< every file older by more: judged as of the newest
 
+/// What `hang` saw of the writers while it watched them (watch.h): per process (node, pid)
+/// whether it rewrote its state file when it owed a rewrite, and per node its clock's offset
+/// from this machine's (ms), from a file it rewrote while watched. A writer judged by what it
+/// did, not by clocks that may disagree.
+struct Observations {
+  std::map<std::pair<std::string, int64_t>, bool> rewrote;
+  std::map<std::string, int64_t> nodeOffsetMs;
+};
+
 class Timeline {
  public:
-  /// `nowMs`: --now; `readerNowMs`: this machine's clock (CLOCK_REALTIME, ms).
-  Timeline(const std::vector<StateFile>& states, std::optional<int64_t> nowMs, int64_t readerNowMs);
+  /// `nowMs`: --now; `readerNowMs`: this machine's clock (CLOCK_REALTIME, ms); `seen`: what a
+  /// watch saw (none: clocks alone).
+  Timeline(const std::vector<StateFile>& states, std::optional<int64_t> nowMs, int64_t readerNowMs,
+           const Observations* seen = nullptr);
 
   int64_t referenceMs() const { return reference_; }
   /// The time `file` is judged at: the reference, or its node's newest write when that node's
@@ -43,12 +54,16 @@ class Timeline {
   /// The reference moved onto the writers' clocks: `file`'s write time on the reference's clock.
   int64_t writtenOnReference(const StateFile& file) const;
   const std::vector<std::string>& notes() const { return notes_; }
+  /// No rank rewrote its state when due: judged as of the last writes.
+  bool jobStopped() const { return jobStopped_; }
 
  private:
   int64_t reference_ = 0;
-  std::map<std::string, int64_t> aheadNodeNow_;  ///< node -> its own newest write
-  std::map<std::string, double> behind_;         ///< node -> seconds its newest lags
+  std::map<std::string, int64_t> aheadNodeNow_;              ///< node -> its own newest write
+  std::map<std::string, double> behind_;                     ///< node -> seconds its newest lags
+  std::map<std::pair<std::string, int64_t>, bool> rewrote_;  ///< from a watch
   std::vector<std::string> notes_;
+  bool jobStopped_ = false;
 };
 
 /// This machine's clock (CLOCK_REALTIME), unix ms: the reference without --now.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "hang/call_mismatch.h"
 #include "hang/stuck_op.h"
 #include "hang/why.h"
 
@@ -23,7 +24,7 @@ View viewOf(const Member& m, const Timeline& timeline, const JudgeOptions& optio
   return v;
 }
 
-RankDetail detailOf(int rank, const View& v, const StuckOp& s) {
+RankDetail detailOf(int rank, const View& v, const StuckOp& s, const JudgeOptions& options) {
   const CommState& c = *v.member->state;
   RankDetail d;
   d.rank = rank;
@@ -36,7 +37,14 @@ RankDetail detailOf(int rank, const View& v, const StuckOp& s) {
     d.last = c.last;
     d.last->ageS += v.silentS;
   }
-  if (c.oldest && names(*c.oldest, s, rank)) d.proxy = c.oldest->proxy;
+  if (c.oldest && names(*c.oldest, s, rank)) {
+    d.proxy = c.oldest->proxy;
+    d.kernelStarted = !c.oldest->started.empty();
+  }
+  if (c.oldest && c.inFlight > 0 && !v.member->file->final) {
+    d.oldest = static_cast<const OpRef&>(*c.oldest);
+    d.oldest->ageS = v.waitS;
+  }
   const std::optional<Counts> side = s.known ? sideOf(c, rank, s) : std::nullopt;
   d.launched = side && side->launched > s.seq;
   d.unshownS = v.unshownS;
@@ -51,6 +59,7 @@ RankDetail detailOf(int rank, const View& v, const StuckOp& s) {
   } else {
     d.state = side->done > s.seq ? RankState::Done : RankState::Stuck;
   }
+  d.fate = fateName(fateOf(options.probe, d.node, d.pid, v.member->file->writtenMs));
   return d;
 }
 
@@ -58,6 +67,9 @@ void list(Stall* s, const RankDetail& d) {
   switch (d.state) {
     case RankState::NotLaunched:
       s->notLaunched.push_back(d.rank);
+      break;
+    case RankState::Mismatched:
+      s->mismatched.push_back(d.rank);
       break;
     case RankState::Frozen:
       s->frozen.push_back(d.rank);
@@ -98,6 +110,8 @@ const char* stateName(RankState s) {
   switch (s) {
     case RankState::NotLaunched:
       return "not_launched";
+    case RankState::Mismatched:
+      return "mismatched";
     case RankState::Frozen:
       return "frozen";
     case RankState::Stuck:
@@ -146,10 +160,10 @@ std::optional<Stall> judgeComm(const CommGroup& g, const Timeline& timeline,
   const StuckOp op = stuckOpOf(views, anyLive);
   // A file that misses launches the others completed with it was written before them; its
   // writer owed a new one within kLaunchWriteS of them: past that and the grace, it is frozen.
-  std::map<int, double> unshown;
-  for (const auto& [rank, v] : views) unshown[rank] = unshownAgeS(views, rank, op);
+  const std::map<int, double> unshown = unshownAgesS(views, op);
   for (auto& [rank, v] : views) {
-    v.unshownS = unshown[rank];
+    auto age = unshown.find(rank);
+    v.unshownS = age == unshown.end() ? 0 : age->second;
     v.frozen |= !v.member->file->final && v.unshownS > kLaunchWriteS + kGraceMs / 1000.0;
   }
   Stall s;
@@ -165,17 +179,22 @@ std::optional<Stall> judgeComm(const CommGroup& g, const Timeline& timeline,
   for (int rank = 0; rank < g.nRanks; ++rank) {
     auto v = views.find(rank);
     std::optional<RankDetail> d =
-        v != views.end() ? detailOf(rank, v->second, op) : absentRank(rank, g, summaries);
+        v != views.end() ? detailOf(rank, v->second, op, options) : absentRank(rank, g, summaries);
     if (!d) {
       s.missing.push_back(rank);
       continue;
     }
-    list(&s, *d);
     if (v != views.end() && v->second.member->state->oldest &&
         names(*v->second.member->state->oldest, op, rank) && (!anyLive || !v->second.frozen))
       s.stalledS = std::max(s.stalledS, v->second.waitS);
     s.ranks.push_back(std::move(*d));
   }
+  // What the program itself got wrong on this communicator: another collective or size on
+  // some ranks, or Send/Recv that wait on each other in a ring.
+  markMismatches(&s);
+  markCycle(&s, views);
+  for (const RankDetail& d : s.ranks) list(&s, d);
+  std::sort(s.missing.begin(), s.missing.end());
   explain(&s);
   return s;
 }

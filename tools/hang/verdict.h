@@ -17,13 +17,24 @@
 #include <vector>
 
 #include "hang/comm_groups.h"
+#include "hang/process_fate.h"
 #include "hang/timeline.h"
 
 namespace pilot::cli::hang {
 
-enum class RankState { NotLaunched, Frozen, Stuck, Missing, Finalized, Done, Uninvolved };
-/// "not_launched", "frozen", "stuck", "missing", "finalized", "done", "uninvolved" (a rank
-/// outside a stuck Send/Recv that waits on nothing itself).
+enum class RankState {
+  NotLaunched,
+  Mismatched,
+  Frozen,
+  Stuck,
+  Missing,
+  Finalized,
+  Done,
+  Uninvolved
+};
+/// "not_launched", "mismatched" (it waits in another collective or size than the others),
+/// "frozen", "stuck", "missing", "finalized", "done", "uninvolved" (a rank outside a stuck
+/// Send/Recv that waits on nothing itself).
 const char* stateName(RankState s);
 
 struct RankDetail {
@@ -39,6 +50,14 @@ struct RankDetail {
   std::optional<OpRef> last;      ///< its last launched operation, age_s as of now
   double waitS = 0;               ///< how long it waits now (0: nothing in flight)
   std::vector<ProxyEntry> proxy;  ///< open proxy entries of the stuck operation
+  /// Its oldest operation in flight on this communicator, age_s: how long it waits in it (a
+  /// mismatch or a cycle shows here: another collective, size or peer than the stuck one).
+  std::optional<OpRef> oldest;
+  /// Its oldest names the stuck operation and its kernel has started a channel of it; false
+  /// with the operation queued behind another on its GPU (or not launched).
+  bool kernelStarted = false;
+  /// What this host sees of the rank's process ("" when it runs elsewhere; see process_fate.h).
+  std::string fate;
 };
 
 /// What a summary says of a rank that has no state for a communicator.
@@ -53,7 +72,13 @@ struct Stall : CommKey {
   int sender = -1, receiver = -1;  ///< a Send/Recv's two ranks; -1 for a collective
   double stalledS = 0;
   std::vector<int> notLaunched, frozen, stuck, missing, finalized;
+  /// Ranks in another collective or size than the others (mismatch), ranks that wait on each
+  /// other in a ring of Send/Recv (cycle).
+  std::vector<int> mismatched, cycle;
   std::vector<int> suspects;
+  /// Which kind of hang the why describes: "not_launched", "order", "mismatch", "p2p_cycle",
+  /// "finalized", "frozen", "dead", "missing", "network", "unknown".
+  std::string kind;
   std::string why;
   std::vector<RankDetail> ranks;  ///< every rank but the missing ones, ascending
 };
@@ -65,6 +90,7 @@ constexpr uint64_t kMostRanksListed = uint64_t{1} << 24;
 struct JudgeOptions {
   std::optional<double> stallS;           ///< --stall-s: overrides each file's stall_s
   uint64_t mostRanks = kMostRanksListed;  ///< a larger stalled communicator is not judged
+  ProcessProbe probe;                     ///< what this host sees of its own ranks' processes
 };
 
 /// The stall of `g`, or nothing when no rank of it waits past its threshold. Past

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <set>
 
+#include "pilot/core/text.h"
+
 namespace pilot::cli::hang {
 namespace {
 
@@ -32,9 +34,10 @@ std::string waitingIn(const Stall& s, int suspect) {
 }
 
 const RankDetail* detail(const Stall& s, int rank) {
-  for (const RankDetail& d : s.ranks)
-    if (d.rank == rank) return &d;
-  return nullptr;
+  // s.ranks ascends by rank: a search, not a scan (a verdict looks up every frozen rank).
+  auto it = std::lower_bound(s.ranks.begin(), s.ranks.end(), rank,
+                             [](const RankDetail& d, int r) { return d.rank < r; });
+  return it != s.ranks.end() && it->rank == rank ? &*it : nullptr;
 }
 
 std::string lastText(const RankDetail* d) {
@@ -54,6 +57,88 @@ std::string pidText(const RankDetail* d) {
   return " --pid " + std::to_string(d->pid) + " on " + d->node;
 }
 
+/// Every rank of the communicator ran on this host and every process is gone: the job was
+/// killed as a whole (after it hung), which explains nobody's part in the hang.
+bool everyProcessGone(const Stall& s) {
+  return s.ranks.size() >= 2 && std::all_of(s.ranks.begin(), s.ranks.end(),
+                                            [](const RankDetail& d) { return d.fate == "dead"; });
+}
+
+/// The fate every one of `ranks` shares ("" when this host cannot tell for one of them, they
+/// differ, or the whole job is gone).
+std::string commonFate(const Stall& s, const std::vector<int>& ranks) {
+  if (everyProcessGone(s)) return "";
+  std::string fate;
+  for (int r : ranks) {
+    const RankDetail* d = detail(s, r);
+    if (d == nullptr || d->fate.empty() || (!fate.empty() && d->fate != fate)) return "";
+    fate = d->fate;
+  }
+  return fate;
+}
+
+/// "8 MiB" (text::formatBytes writes "8M").
+std::string bytesText(uint64_t bytes) {
+  std::string b = text::formatBytes(bytes);
+  const char unit = b.empty() ? ' ' : b.back();
+  if (unit == 'K' || unit == 'M' || unit == 'G' || unit == 'T') {
+    b.pop_back();
+    return b + " " + unit + "iB";
+  }
+  return b + " B";
+}
+
+std::string sized(const OpRef& o) {
+  return opLabel(o.op, o.seq, o.peer) + " (" + bytesText(o.bytes) + ")";
+}
+
+std::string mismatch(const Stall& s) {
+  const int first = s.mismatched.front();
+  const RankDetail* d = detail(s, first);
+  const OpRef theirs = d != nullptr && d->oldest ? *d->oldest : OpRef{};
+  const OpRef stuck{s.op, s.seq, s.bytes, -1, 0};
+  const bool sizeOnly = theirs.op == s.op && theirs.seq == s.seq;
+  const bool one = s.mismatched.size() == 1;
+  std::string why = one ? "rank " + std::to_string(first) + " waits in "
+                        : "ranks " + rankText(s.mismatched) + " wait in other calls (rank " +
+                              std::to_string(first) + ": ";
+  why += sizeOnly ? opLabel(theirs.op, theirs.seq, -1) + " with " + bytesText(theirs.bytes)
+                  : sized(theirs);
+  if (!one) why += ")";
+  const std::string others =
+      s.stuck.size() == 1 ? "the other rank" : "the other " + std::to_string(s.stuck.size());
+  why += " on " + commText(s) + " where " + others + " wait" + (s.stuck.size() == 1 ? "s" : "") +
+         " in " +
+         (sizeOnly ? opLabel(s.op, s.seq, -1) + " with " + bytesText(s.bytes) : sized(stuck));
+  why += sizeOnly ? ": a size mismatch in the program"
+                  : ": the ranks called different collectives, a mismatch in the program";
+  return why +
+         " (NCCL pairs calls by their order alone, so each side waits for the other) — find "
+         "where " +
+         (one ? "rank " + std::to_string(first) + "'s" : "their") +
+         " code path differs (TORCH_DISTRIBUTED_DEBUG=DETAIL checks each collective's kind and "
+         "size across ranks)";
+}
+
+std::string cycle(const Stall& s) {
+  std::string edges;
+  size_t shown = 0;
+  for (int r : s.cycle) {
+    const RankDetail* d = detail(s, r);
+    if (d == nullptr || !d->oldest) continue;
+    if (shown == 4) {
+      edges += ", ...";
+      break;
+    }
+    edges += std::string(shown++ ? ", " : "") + "rank " + std::to_string(r) + " waits in " +
+             opLabel(d->oldest->op, d->oldest->seq, d->oldest->peer);
+  }
+  return "ranks " + rankText(s.cycle) + " wait on each other on " + commText(s) + " (" + edges +
+         "): none has posted the side its peer waits for — a Send/Recv order cycle in the "
+         "program; post one side's sends first, or put both in one group (batch_isend_irecv, "
+         "ncclGroupStart/End)";
+}
+
 std::string notLaunched(const Stall& s) {
   const std::vector<int>& ranks = s.notLaunched;
   const int first = ranks.front();
@@ -62,7 +147,18 @@ std::string notLaunched(const Stall& s) {
       ranks.size() == 1 ? "rank " + std::to_string(first) : "ranks " + rankText(ranks);
   why += " never launched " + opFor(s, first) + " on " + commText(s);
   if (s.sender >= 0) why += " (" + waitingIn(s, first) + ")";
-  if (ranks.size() == 1) {
+  if (commonFate(s, ranks) == "dead") {
+    return why + ": " +
+           (ranks.size() == 1 ? "its process" + processText(d) + " is" : "their processes are") +
+           " gone (dead: killed, crashed or OOM-killed before it launched it; " + lastText(d) +
+           ") — read " + (ranks.size() == 1 ? "its" : "their") + " log and the host's dmesg";
+  }
+  if (everyProcessGone(s)) {
+    // No process is left to dump: its log says where it was.
+    why += ": " + lastText(d) + "; " + (ranks.size() == 1 ? "it was" : "they were") +
+           " elsewhere in the program (a data loader, a checkpoint, an exception) — " +
+           (ranks.size() == 1 ? "its" : "their") + " log says where";
+  } else if (ranks.size() == 1) {
     why += ": " + lastText(d) +
            "; it is elsewhere in the program (a data loader, a checkpoint, "
            "an exception) — look at rank " +
@@ -108,8 +204,31 @@ std::string frozen(const Stall& s) {
   } else if (!s.op.empty()) {
     why += " (" + who + (d->launched ? " had launched it)" : " had not launched it)");
   }
+  const std::string fate = commonFate(s, s.frozen);
+  if (fate == "dead") {
+    return why + ": " + (one ? "its process" + processText(d) + " is" : "their processes are") +
+           " gone (dead: killed, crashed or OOM-killed) — read " + (one ? "its" : "their") +
+           " log and the host's dmesg";
+  }
+  if (fate == "stopped") {
+    return why + ": " + (one ? "its process" + processText(d) + " is" : "their processes are") +
+           " stopped (state T: SIGSTOP, a debugger, a suspended job step) — find who stopped " +
+           (one ? "it" : "them") + ", or kill -CONT";
+  }
+  if (fate == "disk_wait") {
+    return why + ": " + (one ? "its process" + processText(d) + " is" : "their processes are") +
+           " in uninterruptible sleep (state D: blocked in the kernel by a driver, a filesystem "
+           "or a GPU hang) — read the host's dmesg";
+  }
+  if (fate == "alive") {
+    return why + ": " + (one ? "its process" + processText(d) + " is" : "their processes are") +
+           " alive but no longer refresh their state (wedged) — look at the stack (py-spy dump" +
+           (one ? pidText(d) : std::string()) + ")";
+  }
   if (one) {
-    return why + ": the process is stopped, dead or wedged, or its host is gone — check rank " +
+    return why +
+           ": dead or frozen (the process stopped, died or is wedged, or its host is gone; "
+           "this host cannot see it) — check rank " +
            std::to_string(first) + "'s process" + processText(d) + " and host";
   }
   std::set<std::string> hosts;
@@ -117,8 +236,10 @@ std::string frozen(const Stall& s) {
     if (const RankDetail* f = detail(s, r)) hosts.insert(f->node);
   std::string list;
   for (const std::string& h : hosts) list += (list.empty() ? "" : ", ") + h;
-  return why + ": the processes are stopped, dead or wedged, or their hosts are gone — check " +
-         "their processes and hosts (" + list + ")";
+  return why +
+         ": dead or frozen (the processes stopped, died or are wedged, or their hosts are "
+         "gone) — check their processes and hosts (" +
+         list + ")";
 }
 
 std::string missing(const Stall& s) {
@@ -226,23 +347,43 @@ std::string rankText(const std::vector<int>& ranks) {
 
 void explain(Stall* s) {
   s->suspects.clear();
-  if (!s->notLaunched.empty() || !s->finalized.empty()) {
+  if (!s->cycle.empty()) {
+    s->suspects = s->cycle;
+    s->kind = "p2p_cycle";
+    s->why = cycle(*s);
+  } else if (!s->mismatched.empty()) {
+    s->suspects = s->mismatched;
+    s->kind = "mismatch";
+    s->why = mismatch(*s);
+  } else if (!s->notLaunched.empty() || !s->finalized.empty()) {
     std::set<int> left(s->notLaunched.begin(), s->notLaunched.end());
     left.insert(s->finalized.begin(), s->finalized.end());
     s->suspects.assign(left.begin(), left.end());
+    s->kind = s->notLaunched.empty()                     ? "finalized"
+              : commonFate(*s, s->notLaunched) == "dead" ? "dead"
+                                                         : "not_launched";
     s->why = s->notLaunched.empty() ? finalized(*s) : notLaunched(*s);
   } else if (!s->frozen.empty()) {
     s->suspects = s->frozen;
+    s->kind = commonFate(*s, s->frozen) == "dead" ? "dead" : "frozen";
     s->why = frozen(*s);
   } else if (!s->missing.empty()) {
     s->suspects = s->missing;
+    s->kind = "missing";
     s->why = missing(*s);
   } else if (s->op.empty()) {
+    s->kind = "unknown";
     s->why = "ranks of " + commText(*s) +
              " wait past their threshold, but their files name no "
              "operation in flight";
   } else {
+    s->kind = "network";
     s->why = network(s);
+  }
+  if (everyProcessGone(*s)) {
+    s->why +=
+        "; every rank's process is gone since: the job was killed as a whole after it hung "
+        "(judged as of its last writes)";
   }
 }
 

@@ -34,6 +34,7 @@ int runMonitor(const MonitorArgs& args) {
   // yet, and its stall is still worth saying.
   hang::HangOptions hangOptions;
   hangOptions.readerNowMs = hang::readerClockMs();
+  hangOptions.probe.hostName = hang::thisHostName();
   const hang::LiveRead live = hang::readLive(args.inputs, hangOptions);
   auto summaries = monitor::readSummaries(args.inputs);
   if (!summaries.ok() && !live.live.present()) return reportError(summaries.error());

@@ -36,6 +36,7 @@ struct Live {
   size_t stateFilesSeen = 0;
   size_t stateFiles = 0;  ///< of those, used
   size_t comms = 0;       ///< communicators judged
+  size_t measured = 0;    ///< of those, with a closed export window (a straggler looked for)
   std::string asOf;       ///< the moment judged, "2025-12-03 13:53:20 UTC"
   std::vector<LiveStraggler> stragglers;
   std::vector<LiveStall> stalls;

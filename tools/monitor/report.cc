@@ -98,7 +98,11 @@ std::string stragglerText(const LiveStraggler& s) {
 
 /// The communicators judged with no straggler, said after those with one.
 std::string noStragglerText(const Live& l) {
-  if (l.stragglers.empty()) return "stragglers: none in the last export windows";
+  if (l.stragglers.empty()) {
+    if (l.comms > 0 && l.measured == 0)
+      return "stragglers: not measured yet (no export window has closed on a live rank)";
+    return "stragglers: none in the last export windows";
+  }
   const size_t others = l.comms > l.stragglers.size() ? l.comms - l.stragglers.size() : 0;
   return others == 0
              ? ""

@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
 
 #include "pilot/core/file.h"
+#include "pilot/core/parallel.h"
 #include "pilot/core/text.h"
 
 namespace pilot::cli::monitor {
@@ -132,25 +134,38 @@ Expected<Summaries> readSummaries(const std::vector<std::string>& paths) {
       out.files.push_back(path);
     }
   }
-  size_t readable = 0;
-  for (const std::string& file : out.files) {
+  // Each file parsed on its own (on every core), merged in order.
+  std::vector<Summaries> parts(out.files.size());
+  std::vector<char> read(out.files.size(), 0);
+  forEachIndex(out.files.size(), [&](size_t i) {
+    const std::string& file = out.files[i];
+    Summaries& part = parts[i];
     auto text = readFile(file);
     if (!text.ok()) {
-      out.notes.push_back(text.error());
-      continue;
+      part.notes.push_back(text.error());
+      return;
     }
-    ++readable;
+    read[i] = 1;
     std::istringstream in(*text);
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
       if (line.empty()) continue;
       try {
-        readLine(json::parse(line), file, &out);
+        readLine(json::parse(line), file, &part);
       } catch (const std::exception& e) {
-        out.notes.push_back(file + ":" + std::to_string(number) + ": not a summary line (" +
-                            e.what() + ")");
+        part.notes.push_back(file + ":" + std::to_string(number) + ": not a summary line (" +
+                             e.what() + ")");
       }
     }
+  });
+  size_t readable = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    readable += read[i];
+    Summaries& part = parts[i];
+    std::move(part.collectives.begin(), part.collectives.end(),
+              std::back_inserter(out.collectives));
+    std::move(part.comms.begin(), part.comms.end(), std::back_inserter(out.comms));
+    std::move(part.notes.begin(), part.notes.end(), std::back_inserter(out.notes));
   }
   if (readable == 0) return Error{"no readable summary among the inputs"};
   return out;

@@ -78,11 +78,12 @@ std::map<int, double> unshownAgesS(const std::map<int, View>& views, const Stuck
             [](const auto& a, const auto& b) { return a.first > b.first; });
   for (size_t i = 1; i < doneAge.size(); ++i)
     doneAge[i].second = std::max(doneAge[i].second, doneAge[i - 1].second);
-  for (const auto& [rank, mine] : launched) {
+  for (const auto& entry : launched) {
+    const uint64_t mine = entry.second;
     // The parties that completed more than this one launched (never itself: done <= launched).
     auto end = std::partition_point(doneAge.begin(), doneAge.end(),
-                                    [&](const auto& d) { return d.first > mine; });
-    ages[rank] = end == doneAge.begin() ? 0 : std::prev(end)->second;
+                                    [mine](const auto& d) { return d.first > mine; });
+    ages[entry.first] = end == doneAge.begin() ? 0 : std::prev(end)->second;
   }
   return ages;
 }

@@ -135,18 +135,38 @@ void checkRecords(JobBuilder& b, const JobRecords& records) {
   for (const auto& [comm, members] : records.comms) {
     for (const CommMember& m : members) expected = std::max(expected, m.nranks);
   }
+  // A rank on several processes: one finding for all of them (a restart into the same
+  // directory duplicates every rank at once, for one cause).
+  std::vector<int64_t> doubled;
+  Members doubledProcesses;
+  bool sameNode = true;
   for (const auto& [rank, ms] : byRank) {
     // Ranks in two communicators of their own are alike by nature; launchers' ranks are not.
     const bool launcher = std::any_of(
         ms.begin(), ms.end(), [](const JobRank* r) { return r->rankFrom.rfind("comm ", 0) != 0; });
     if (ms.size() < 2 || !launcher) continue;
+    doubled.push_back(rank);
+    doubledProcesses.insert(doubledProcesses.end(), ms.begin(), ms.end());
+    const std::string& node = ms.front()->node;
+    sameNode = sameNode && std::all_of(ms.begin(), ms.end(),
+                                       [&node](const JobRank* r) { return r->node == node; });
+  }
+  if (!doubled.empty()) {
+    const bool one = doubled.size() == 1;
+    const std::string cause =
+        sameNode ? "a restart into the same directory (torchrun --max-restarts, an elastic or "
+                   "requeued job: each rank again on its node with a new pid), or two jobs' files "
+                   "in one directory"
+                 : "two jobs' files in one directory, or a rank variable (" +
+                       shown(doubledProcesses.front()->rankFrom, 32) +
+                       ") that is not the job's global rank";
     b.add("job-records", Verdict::Warn,
-          "rank " + std::to_string(rank) + " on " + counted(ms.size(), "process", "processes") +
-              ": " + detail::rankList(ms),
-          "two jobs' files in one directory, or a rank variable (" +
-              shown(ms.front()->rankFrom, 32) +
-              ") that is not the job's global rank: these are named with their pid",
-          "give each job its own NCCL_PILOT_METRICS_DIR (e.g. /shared/metrics/$SLURM_JOB_ID)");
+          std::string(one ? "rank " : "ranks ") + detail::numberList(doubled) + " on " +
+              std::string(one ? "more than one process" : "more than one process each") + ": " +
+              detail::rankList(doubledProcesses),
+          cause + ": these are named with their pid",
+          "give each job (and each restart) its own NCCL_PILOT_METRICS_DIR (e.g. "
+          "/shared/metrics/$SLURM_JOB_ID/$TORCHELASTIC_RESTART_COUNT)");
   }
   std::vector<int64_t> missing;
   for (int64_t n = 0; n < expected && missing.size() < kMissingListed; ++n) {

@@ -56,6 +56,10 @@ class JobBuilder {
 /// "rank 3 (node-b)", "ranks 0-2 (node-a), 5 (node-b), pid 77 (node-c)": consecutive ranks on
 /// one node as a range, at most 8 items, then "and N more".
 std::string rankList(const Members& ranks);
+/// rankList, but a node whose every rank (of `all`, two or more, not one range) is in `side` is
+/// named as a node: "every rank of node node-b (8)", "every rank of nodes a, b (8 each), and
+/// rank 3 (c)".
+std::string sideList(const Members& side, const Members& all);
 /// "0-2, 5": numbers as ranges, at most 8 items.
 std::string numberList(const std::vector<int64_t>& sorted);
 /// The value as a line shows it: at most `max` bytes, "..." when cut.

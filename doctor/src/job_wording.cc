@@ -69,6 +69,44 @@ std::string rankList(const Members& input) {
   return out;
 }
 
+std::string sideList(const Members& side, const Members& all) {
+  std::map<std::string, size_t> onNode, ofSide;
+  std::map<std::string, std::pair<int64_t, int64_t>> span;  // lowest, highest rank of the side
+  for (const JobRank* r : all) ++onNode[r->node];
+  for (const JobRank* r : side) {
+    auto [it, fresh] = span.try_emplace(r->node, r->rank, r->rank);
+    it->second = {std::min(it->second.first, r->rank), std::max(it->second.second, r->rank)};
+    ++ofSide[r->node];
+  }
+  // Nodes the side holds whole (two ranks or more) whose ranks are no one range (ranks that go
+  // round the nodes): named as nodes, not rank by rank.
+  std::vector<std::string> whole;
+  size_t perNode = 0;
+  bool sameCount = true;
+  for (const auto& [node, n] : ofSide) {
+    const auto [low, high] = span[node];
+    const bool oneRange = low >= 0 && high - low + 1 == static_cast<int64_t>(n);
+    if (n < 2 || n != onNode[node] || oneRange) continue;
+    whole.push_back(node);
+    sameCount = sameCount && (perNode == 0 || perNode == n);
+    perNode = n;
+  }
+  if (whole.empty()) return rankList(side);
+  Members rest;
+  for (const JobRank* r : side) {
+    if (!std::binary_search(whole.begin(), whole.end(), r->node)) rest.push_back(r);
+  }
+  std::string out = "every rank of " + std::string(whole.size() == 1 ? "node " : "nodes ");
+  for (size_t k = 0; k < whole.size() && k < kListItems; ++k)
+    out += (k ? ", " : "") + shown(whole[k], kNodeBytes);
+  if (whole.size() > kListItems)
+    out += " and " + std::to_string(whole.size() - kListItems) + " more";
+  out += sameCount ? " (" + std::to_string(perNode) + (whole.size() == 1 ? ")" : " each)")
+                   : std::string();
+  if (!rest.empty()) out += ", and " + rankList(rest);
+  return out;
+}
+
 std::string numberList(const std::vector<int64_t>& sorted) {
   std::string out;
   size_t items = 0, i = 0;
@@ -103,10 +141,12 @@ void reportSides(JobBuilder& b, const JobGroup& group, const std::vector<Side>& 
   for (const Side& s : sides) total += s.ranks.size();
   const std::string at = b.where(group);
   const Side& top = sides[0];
+  Members all;
+  for (const Side& s : sides) all.insert(all.end(), s.ranks.begin(), s.ranks.end());
   if (top.ranks.size() * 2 > total) {
     for (size_t k = 1; k < sides.size(); ++k) {
       const Side& odd = sides[k];
-      const std::string who = w.thing(odd.value) + " on " + rankList(odd.ranks);
+      const std::string who = w.thing(odd.value) + " on " + sideList(odd.ranks, all);
       std::string evidence = top.ranks.size() + odd.ranks.size() == total
                                  ? "the other " + counted(top.ranks.size(), "rank", "ranks") + " " +
                                        w.others(top.value) + " (majority)"
@@ -120,7 +160,7 @@ void reportSides(JobBuilder& b, const JobGroup& group, const std::vector<Side>& 
   // No majority: every side is named and none is called odd.
   std::string evidence, brief;
   for (size_t k = 0; k < sides.size() && k < kSplitSides; ++k) {
-    const std::string side = w.thing(sides[k].value) + " on " + rankList(sides[k].ranks);
+    const std::string side = w.thing(sides[k].value) + " on " + sideList(sides[k].ranks, all);
     evidence += (k ? "; " : "") + side;
     if (k < 2) brief += (k ? "; " : ": ") + side;
   }

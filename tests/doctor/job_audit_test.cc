@@ -234,12 +234,44 @@ TEST_F(JobAudit_, DuplicateAndMissingRanksAreWarnings) {
                                                 rankRecord("b", 3, "1"), rankRecord("b", 4, "5")};
   writeAll(job);
   const auto a = auditDir(dir_);
-  const auto dup = having(a->audit, "job-records", Verdict::Warn, "rank 1 on 2 processes");
+  const auto dup =
+      having(a->audit, "job-records", Verdict::Warn, "rank 1 on more than one process");
   ASSERT_EQ(dup.size(), 1u) << dump(a->audit);
-  EXPECT_EQ(dup[0].subject, "rank 1 on 2 processes: ranks 1 (a, pid 2), 1 (b, pid 3)");
+  EXPECT_EQ(dup[0].subject, "rank 1 on more than one process: ranks 1 (a, pid 2), 1 (b, pid 3)");
+  EXPECT_NE(dup[0].evidence.find("two jobs' files in one directory"), std::string::npos);
   const auto missing = having(a->audit, "job-records", Verdict::Warn, "no record from");
   ASSERT_EQ(missing.size(), 1u) << dump(a->audit);
   EXPECT_EQ(missing[0].subject, "no record from ranks 2-4");
+}
+
+TEST_F(JobAudit_, ARestartIntoTheSameDirectoryIsOneFinding) {
+  // torchrun restarted all 8 ranks of two nodes: each rank again on its node with a new pid.
+  for (int rank = 0; rank < 8; ++rank) {
+    const std::string node = "n" + std::to_string(rank / 4);
+    writeAll({rankRecord(node, 100 + rank, std::to_string(rank)),
+              rankRecord(node, 200 + rank, std::to_string(rank))});
+  }
+  const auto a = auditDir(dir_);
+  const auto dup = having(a->audit, "job-records", Verdict::Warn, "on more than one process");
+  ASSERT_EQ(dup.size(), 1u) << dump(a->audit);
+  EXPECT_EQ(dup[0].subject.rfind("ranks 0-7 on more than one process each: ", 0), 0u)
+      << dup[0].subject;
+  EXPECT_NE(dup[0].evidence.find("a restart into the same directory"), std::string::npos);
+}
+
+TEST_F(JobAudit_, ANodeWhoseEveryRankDiffersIsNamedAsTheNode) {
+  // 32 ranks round-robin over 4 nodes (rank r on node r % 4): node n2's 8 ranks run 2.28.3.
+  for (int rank = 0; rank < 32; ++rank) {
+    provenance::ProcessRecord r =
+        rankRecord("n" + std::to_string(rank % 4), 1000 + rank, std::to_string(rank));
+    if (rank % 4 == 2) r.nccl.version = "2.28.3";
+    testing::writeRecord(dir_, r);
+  }
+  const auto a = auditDir(dir_);
+  const auto odd =
+      having(a->audit, "job-nccl", Verdict::Fail, "NCCL 2.28.3 on every rank of node n2 (8)");
+  ASSERT_EQ(odd.size(), 1u) << dump(a->audit);
+  EXPECT_EQ(odd[0].subject.find("rank 6"), std::string::npos) << odd[0].subject;
 }
 
 TEST_F(JobAudit_, AThousandRanksGiveShortLines) {

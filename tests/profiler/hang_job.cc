@@ -19,6 +19,11 @@
 //   kill-all R         never-launch R, then 3 s later the parent kills the whole job (SIGKILL,
 //                      reaped), as a watchdog or a scheduler does
 //   die-idle R         never-launch R, then the parent kills R (SIGKILL, reaped) while it idles
+//   clock-behind R     every rank launches it (a network stall); ranks 4 and up run on node
+//                      "node-b" whose clock is 20 s behind, the others on "node-a"; the parent
+//                      stops R with SIGSTOP
+// The node names and node-b's clock come from this program's own gethostname and
+// clock_gettime, which the profiler library (dlopened) binds to: exported for it.
 // It prints "stuck" once every rank is where the scenario puts it (the fault made: stopped,
 // killed), holds --hold seconds, then lets everything complete and finalizes. A rank dies with
 // the parent (PR_SET_PDEATHSIG): killing the parent leaves no rank behind, stopped or not.
@@ -28,7 +33,10 @@
 //                                [--hold S]
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +49,35 @@
 #include <vector>
 
 #include "profiler_host.h"
+
+namespace {
+
+/// This process's node and wall-clock offset as the library sees them (clock-behind).
+const char* fakeNode = nullptr;
+int64_t clockOffsetNs = 0;
+
+}  // namespace
+
+extern "C" int gethostname(char* name, size_t len) {
+  if (fakeNode == nullptr) {
+    utsname u{};
+    if (::uname(&u) != 0) return -1;
+    std::snprintf(name, len, "%s", u.nodename);
+    return 0;
+  }
+  std::snprintf(name, len, "%s", fakeNode);
+  return 0;
+}
+
+extern "C" int clock_gettime(clockid_t clock, timespec* ts) {
+  const long rc = ::syscall(SYS_clock_gettime, clock, ts);
+  if (rc == 0 && clock == CLOCK_REALTIME && clockOffsetNs != 0) {
+    int64_t ns = static_cast<int64_t>(ts->tv_sec) * 1'000'000'000 + ts->tv_nsec + clockOffsetNs;
+    ts->tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    ts->tv_nsec = static_cast<long>(ns % 1'000'000'000);
+  }
+  return static_cast<int>(rc);
+}
 
 namespace {
 
@@ -124,6 +161,10 @@ int rank(const Options& o, int r, int ready, int go) {
   }
   const std::string& sc = o.scenario;
   const bool target = r == o.target;
+  if (sc == "clock-behind") {
+    fakeNode = r >= 4 ? "node-b" : "node-a";
+    if (r >= 4) clockOffsetNs = -20'000'000'000;
+  }
   const bool ordered = sc == "order-blocking" || sc == "order-enqueued";
   std::unique_ptr<fakeprof::Comm> dp, tp;
   if (!(sc == "missing" && target))
@@ -149,7 +190,7 @@ int rank(const Options& o, int r, int ready, int go) {
     } else {
       launchStarted(*dp, next, &open);
     }
-  } else if (sc == "sigstop" || (sc == "missing" && !target)) {
+  } else if (sc == "sigstop" || sc == "clock-behind" || (sc == "missing" && !target)) {
     launchStarted(*dp, next, &open);
   } else if (sc == "proxy") {
     proxySteps(o, r, *dp, launchStarted(*dp, next, &open), &open);
@@ -217,8 +258,9 @@ bool parse(int argc, char** argv, Options* o) {
     }
   }
   static const char* const kScenarios[] = {
-      "never-launch",  "sigstop",   "proxy",    "missing",  "healthy",        "mismatch",
-      "size-mismatch", "p2p-cycle", "kill-all", "die-idle", "order-blocking", "order-enqueued"};
+      "never-launch",   "sigstop",        "proxy",       "missing",  "healthy",
+      "mismatch",       "size-mismatch",  "p2p-cycle",   "kill-all", "die-idle",
+      "order-blocking", "order-enqueued", "clock-behind"};
   bool known = false;
   for (const char* k : kScenarios) known = known || o->scenario == k;
   const bool needsPeer = o->scenario == "proxy" || o->scenario == "p2p-cycle";
@@ -235,7 +277,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s --module LIB --scenario never-launch R | sigstop R | proxy R P | "
                  "missing R | healthy | mismatch R | size-mismatch R | p2p-cycle R P | "
-                 "order-blocking R | order-enqueued R | kill-all R | die-idle R [--ranks N] "
+                 "order-blocking R | order-enqueued R | kill-all R | die-idle R | "
+                 "clock-behind R [--ranks N] "
                  "[--calls C] [--hold S]\n",
                  argv[0]);
     return 2;
@@ -265,7 +308,7 @@ int main(int argc, char** argv) {
   }
   const pid_t victim = children[static_cast<size_t>(std::max(o.target, 0))];
   std::vector<pid_t> killed;
-  if (o.scenario == "sigstop") ::kill(victim, SIGSTOP);
+  if (o.scenario == "sigstop" || o.scenario == "clock-behind") ::kill(victim, SIGSTOP);
   if (o.scenario == "die-idle") killed = {victim};
   if (o.scenario == "kill-all") {
     // A watchdog kills a job that hung a while: the ranks have waited past the stall first.
@@ -277,7 +320,7 @@ int main(int argc, char** argv) {
   std::printf("stuck\n");
   std::fflush(stdout);
   sleepFor(o.hold);
-  if (o.scenario == "sigstop") ::kill(victim, SIGCONT);
+  if (o.scenario == "sigstop" || o.scenario == "clock-behind") ::kill(victim, SIGCONT);
   const std::string bytes(children.size() - killed.size(), '\1');
   if (!bytes.empty() &&
       ::write(go[1], bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size()))

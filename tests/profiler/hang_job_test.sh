@@ -3,7 +3,8 @@
 # get stuck each way pilot_profiler_hang_job makes; with NCCL_PILOT_STALL_S=2,
 # `nccl-pilot hang DIR --json` runs DELAYS seconds after the fault (the stop, the kill, the
 # ranks in place) and must exit 1 with exactly the ranks at fault as suspects, no healthy rank
-# frozen, and the kind of hang named (kind, and its words in `why`); a healthy job that
+# frozen (nor any of a node whose clock runs 20 s behind), and the kind of hang named (kind,
+# and its words in `why`); a healthy job that
 # computes exits 0 with no stall. Every job is killed at the end: its ranks die with it
 # (PR_SET_PDEATHSIG), stopped or not, and the test checks that none is left.
 # Usage: hang_job_test.sh HANG_JOB PROFILER_MODULE NCCL_PILOT [DELAYS...]   (default: 2)
@@ -112,6 +113,10 @@ for how in blocking enqueued; do
            "rank 5 runs dp AllReduce #40 before tp AllReduce #40" in s["why"]' \
     order-$how 5
 done
+check 1 'len(d["stalls"]) == 1; s["frozen"] == [1]; s["suspects"] == [1]; ok;
+         not any(r["state"] == "frozen" for r in s["ranks"] if r["node"] == "node-b");
+         any("node-b'"'"'s clock is 20 s behind" in n for n in d["notes"])' \
+  clock-behind 1
 check 1 'len(d["stalls"]) == 1; s["suspects"] == [3]; s["kind"] == "not_launched";
          s["frozen"] == []; "killed as a whole" in s["why"]; "py-spy" not in s["why"]' \
   kill-all 3

@@ -393,6 +393,63 @@ void renderLive(std::string* out, const ProcessReport& p) {
       }
     }
   }
+  {
+    Family f(out, "nccl_pilot_comm_operations_completed_total", "counter",
+             "Operations of this rank completed on the communicator, by kind (Send and Recv "
+             "over every peer)");
+    for (const CommReport& c : p.comms) {
+      if (!c.hasLive) continue;
+      for (int k = 0; k < kNumOperations; ++k) {
+        f.sample("nccl_pilot_comm_operations_completed_total",
+                 labels(c, {{"operation", operationName(static_cast<Operation>(k))}}),
+                 number(c.live.view.kinds[k].done));
+      }
+    }
+  }
+  {
+    // The oldest operation in flight, for `nccl-pilot hang --prometheus`: its number as the
+    // value and its kind as a label (a series per kind a rank waits in, not per operation).
+    Family f(out, "nccl_pilot_comm_oldest_in_flight_seq", "gauge",
+             "Number of the oldest operation in flight (per kind, from 0), by kind; no sample "
+             "when nothing is in flight");
+    for (const CommReport& c : p.comms) {
+      const InFlightView& v = c.live.view;
+      if (!c.hasLive || v.inFlight == 0 || !v.hasOldest) continue;
+      f.sample("nccl_pilot_comm_oldest_in_flight_seq",
+               labels(c, {{"operation", operationName(v.oldest.op)}}), number(v.oldest.seq));
+    }
+  }
+  struct Oldest {
+    const char *name, *help;
+    double (*value)(const OperationView&);
+  };
+  const Oldest oldest[] = {
+      {"nccl_pilot_comm_oldest_in_flight_bytes", "Size of the oldest operation in flight",
+       [](const OperationView& o) { return static_cast<double>(o.bytes); }},
+      {"nccl_pilot_comm_oldest_in_flight_peer",
+       "Peer rank of the oldest operation in flight when a Send/Recv, -1 for a collective",
+       [](const OperationView& o) { return static_cast<double>(o.peer); }},
+      {"nccl_pilot_comm_oldest_in_flight_channels_started",
+       "Kernel channels of the oldest operation in flight that started (0: queued on the GPU "
+       "behind another, or not reported)",
+       [](const OperationView& o) { return static_cast<double>(__builtin_popcountll(o.started)); }},
+  };
+  for (const Oldest& g : oldest) {
+    Family f(out, g.name, "gauge", g.help);
+    for (const CommReport& c : p.comms) {
+      const InFlightView& v = c.live.view;
+      if (c.hasLive && v.inFlight > 0 && v.hasOldest)
+        f.sample(g.name, labels(c), number(g.value(v.oldest)));
+    }
+  }
+  {
+    Family f(out, "nccl_pilot_comm_process_id", "gauge",
+             "The process (pid) of this rank of the communicator");
+    for (const CommReport& c : p.comms) {
+      if (c.hasLive)
+        f.sample("nccl_pilot_comm_process_id", labels(c), number(static_cast<uint64_t>(p.pid)));
+    }
+  }
   struct Gauge {
     const char *name, *help;
     double (*value)(const LiveState&);

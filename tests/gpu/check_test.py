@@ -481,7 +481,9 @@ class ExplorePhase(unittest.TestCase):
 
 HANG_STALL_S = 3  # NCCL_PILOT_STALL_S, as run.sh's hang phase
 HANG_PROBE_S = 6  # the probe's time into each pause (run.sh: 8 s into the late one, 6 s stopped)
-HANG_HOLD_S = 8  # how long the fake job holds each pause
+# How long the fake job holds each pause: both probes (each `hang` twice, each watching the
+# writers up to 2 s) within it.
+HANG_HOLD_S = 16
 # hang_rank.py's plan: all-reduces #0-9, the late #10, #11-20, the stopped #21 (then 5 more).
 HANG_LATE_SEQ, HANG_STOP_SEQ = 10, 21
 
@@ -708,7 +710,9 @@ class HangPhase(RecordedRunCase):
         self.assertRegex(out, r"rank 1's row is pid (\d+), the target was pid 1\1")
 
     def test_a_probe_after_the_pause(self):
-        self.edit_event("cont", lambda ms: ms - 3000)  # continued before the probe ended
+        log = (self.dir / "hang" / "driver.log").read_text(encoding="utf-8").splitlines()
+        probe_end = next(int(line.split()[0]) for line in log if " probe stop end " in line)
+        self.edit_event("cont", lambda ms: probe_end - 500)  # continued before the probe ended
         failed, out = self.failures()
         self.assertEqual(failed, ["hang hang-stopped"])
         self.assertRegex(out, r"the probe ran \d+\.\d to \d+\.\d s into a pause of \d+\.\d s "

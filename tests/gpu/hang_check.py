@@ -1,6 +1,6 @@
 """The checks of the GPU run's "hang" phase (tests/gpu/run.sh, hang_rank.py): live stall
 forensics on the real NCCL. Rank 1 (the target) calls one all-reduce 15 s late and is stopped
-(SIGSTOP) for 10 s in another while the others wait in it; run.sh's driver runs
+(SIGSTOP) for 14 s in another while the others wait in it; run.sh's driver runs
 `nccl-pilot hang DIR --json` during each pause and logs what it did in driver.log.
 
   hang-late     the probe of the late all-reduce ran during the pause, past the stall threshold,

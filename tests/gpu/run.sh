@@ -41,7 +41,7 @@
 #              expectations the built CLI computes now (what CI runs)
 # Defaults: --out gpu-validation --build build --ranks 4 --gpus 1 --sizes 1K,8K,64K,512K,4M,16M
 #           --iters 3 --phases baseline,pilot,tuned,topo-only,metrics,explore,hang,provenance
-#           --phase-timeout 60 (the hang phase gets its 25 s of pauses on top)
+#           --phase-timeout 60 (the hang phase gets its 29 s of pauses on top)
 # Needs: the built libnccl-net-pilot.so, libnccl-tuner-pilot.so, libnccl-profiler-pilot.so and
 # nccl-pilot (BUILD/lib, BUILD/bin); for a real run python3 with PyTorch and its NCCL, and a GPU
 # (without PyTorch a real run prints why and exits 77: skipped).
@@ -196,8 +196,9 @@ done
 # hang_late_s late and is stopped hang_stop_s in another; `nccl-pilot hang` runs
 # hang_probe_late_s into the first pause and hang_probe_stop_s into the second: past the stall
 # threshold and the 3 s after which a stopped rank's state file is overdue (next_due_ms, a
-# second after its last write, plus hang's 2 s of grace), well before the pause ends.
-hang_stall_s=3 hang_late_s=15 hang_stop_s=10 hang_probe_late_s=8 hang_probe_stop_s=6
+# second after its last write, plus hang's 2 s of grace), well before the pause ends: each
+# probe runs `hang` twice (JSON, text), and each may watch the writers for up to 2 s.
+hang_stall_s=3 hang_late_s=15 hang_stop_s=14 hang_probe_late_s=8 hang_probe_stop_s=6
 
 now_ms() { date +%s%3N; }
 sleep_until_ms() { # UNIX_MS

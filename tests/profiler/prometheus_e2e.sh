@@ -4,13 +4,16 @@
 # while the fake NCCL replays a scenario; queries must bring the library's figures back.
 # Last, every Grafana dashboard panel's query and every rule of examples/prometheus/rules.yml
 # (which this Prometheus loads) must work against it and return data (dashboard_check.py).
+# With NCCL_PILOT, `nccl-pilot hang --prometheus` on this Prometheus must give the stalled
+# communicator the verdict `nccl-pilot hang` gives from the ranks' state files.
 # Exits 77 (skip) with one line when a binary is missing, unless CI=true.
-# Usage: prometheus_e2e.sh REPLAY PROFILER_MODULE
+# Usage: prometheus_e2e.sh REPLAY PROFILER_MODULE [NCCL_PILOT]
 set -euo pipefail
 
-[[ $# -eq 2 ]] || { echo "usage: $0 REPLAY PROFILER_MODULE" >&2; exit 2; }
+[[ $# -eq 2 || $# -eq 3 ]] || { echo "usage: $0 REPLAY PROFILER_MODULE [NCCL_PILOT]" >&2; exit 2; }
 replay=$1
 module=$2
+pilot_cli=${3:-}
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 skip() {
@@ -97,7 +100,8 @@ SCENARIO
 for rank in 0 1; do
   env -u LOCAL_RANK -u SLURM_LOCALID -u OMPI_COMM_WORLD_LOCAL_RANK -u MPI_LOCALRANKID \
     NCCL_PILOT_METRICS=1 NCCL_PILOT_METRICS_INTERVAL_S=1 NCCL_PILOT_STALL_S=2 \
-    NCCL_PILOT_METRICS_PORT="${stuck_ports[rank]}" SLURM_JOB_ID=e2e \
+    NCCL_PILOT_METRICS_PORT="${stuck_ports[rank]}" NCCL_PILOT_METRICS_DIR="$work/stuck-metrics" \
+    SLURM_JOB_ID=e2e \
     "$replay" --module "$module" --scenario "$work/stuck.scenario" --rank "$rank" \
     --hold 150 >"$work/stuck-$rank.log" 2>&1 &
   pids+=($!)
@@ -274,3 +278,28 @@ python3 "$src/tests/profiler/dashboard_check.py" --prometheus "http://127.0.0.1:
   --expect 'nccl_pilot_comm_stalled{comm="0x5a11",rank="0"} == 1' \
   --expect 'ALERTS{alertname="NcclPilotCommStalled",comm="0x5a11",rank="0"}' \
   --expect 'ALERTS{alertname="NcclPilotRankBehind",comm="0x5a11",rank="1"}'
+
+# The stalled communicator's verdict from Prometheus's series and from the state files: the
+# same operation, kind and suspects (rank 1 never launched AllReduce #40).
+if [[ -n $pilot_cli ]]; then
+  rc=0
+  "$pilot_cli" hang "$work/stuck-metrics" --json >"$work/hang-files.json" 2>"$work/hang-files.err" || rc=$?
+  [[ $rc -eq 1 ]] || { echo "FAIL: hang on the state files exited $rc"; cat "$work/hang-files.err"; exit 1; }
+  rc=0
+  "$pilot_cli" hang --prometheus "http://127.0.0.1:$prometheus_port" --job ranks --json \
+    >"$work/hang-prom.json" 2>"$work/hang-prom.err" || rc=$?
+  [[ $rc -eq 1 ]] || { echo "FAIL: hang --prometheus exited $rc"; cat "$work/hang-prom.json" "$work/hang-prom.err"; exit 1; }
+  python3 - "$work/hang-files.json" "$work/hang-prom.json" <<'SAME'
+import json, sys
+def stall(path):
+    stalls = [s for s in json.load(open(path))["stalls"] if s["comm"] == "0x5a11"]
+    if len(stalls) != 1:
+        sys.exit(f"FAIL: {path} has {len(stalls)} stalls of comm 0x5a11")
+    s = stalls[0]
+    return {k: s[k] for k in ("op", "seq", "kind", "suspects", "not_launched", "stuck")}
+files, prom = stall(sys.argv[1]), stall(sys.argv[2])
+if files != prom or files["suspects"] != [1] or files["kind"] != "not_launched":
+    sys.exit(f"FAIL: hang --prometheus says {prom}, the state files {files}")
+print(f"ok   hang --prometheus agrees with the state files: {prom}")
+SAME
+fi

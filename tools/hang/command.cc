@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "hang/judge.h"
+#include "hang/prometheus_source.h"
 #include "hang/report.h"
 #include "hang/state_reader.h"
 #include "hang/timeline.h"
@@ -27,6 +28,7 @@ void sleepMs(int64_t ms) {
 
 struct HangArgs {
   std::vector<std::string> inputs;
+  std::string prometheus, job;
   bool json = false;
   int64_t nowMs = -1;
   double stallS = 0;
@@ -36,8 +38,21 @@ int runHang(const HangArgs& args) {
   hang::HangOptions options;
   if (args.nowMs >= 0) options.nowMs = args.nowMs;
   if (args.stallS > 0) options.stallS = args.stallS;
-  options.probe.hostName = hang::thisHostName();
-  hang::Watched watched = hang::judgeWatching(args.inputs, options, hang::readerClockMs, sleepMs);
+  if (args.inputs.empty() == args.prometheus.empty())
+    return reportError("give the metrics directories or --prometheus URL, one of them", kExitUsage);
+  hang::Watched watched;
+  if (!args.prometheus.empty()) {
+    // The ranks' series as of their last scrape, judged at the newest sample: no watch (the
+    // scrapes are the writes), no /proc (the ranks run elsewhere).
+    Expected<hang::PrometheusRead> read = hang::readPrometheus(args.prometheus, args.job);
+    if (!read.ok()) return reportError(read.error(), kExitUsage);
+    if (!options.nowMs) options.nowMs = read->newestMs;
+    watched.inputs = std::move(read->inputs);
+    watched.report = hang::judge(watched.inputs, options);
+  } else {
+    options.probe.hostName = hang::thisHostName();
+    watched = hang::judgeWatching(args.inputs, options, hang::readerClockMs, sleepMs);
+  }
   const hang::Inputs& inputs = watched.inputs;
   hang::HangReport& report = watched.report;
   for (const std::string& note : report.notes) std::cerr << "note: " << note << "\n";
@@ -51,7 +66,7 @@ int runHang(const HangArgs& args) {
                        kExitUsage);
   }
   // What every rank ran, when the same files say a rank runs another NCCL: one line.
-  report.jobAudit = doctor::jobHeadline(args.inputs);
+  if (!args.inputs.empty()) report.jobAudit = doctor::jobHeadline(args.inputs);
   if (args.json) {
     std::cout << hang::reportJson(report);
   } else {
@@ -72,8 +87,12 @@ Command addHangCommand(CLI::App& app) {
       "operation, are frozen, stuck or missing, and whom to look at first; and the straggler. "
       "Exit 0: nothing stalled, 1: a stall, 2: bad input");
   sub->add_option("inputs", args->inputs,
-                  "Metrics directories (searched to any depth) or state/summary files")
-      ->required();
+                  "Metrics directories (searched to any depth) or state/summary files");
+  sub->add_option("--prometheus", args->prometheus,
+                  "Judge from the series the ranks export, through the HTTP API of the "
+                  "Prometheus at this URL (http://host:9090) instead of their files");
+  sub->add_option("--job", args->job,
+                  "With --prometheus: only the series of this Prometheus job label");
   sub->add_flag("--json", args->json, "One JSON object on stdout instead of text");
   sub->add_option("--now", args->nowMs,
                   "Judge as of this unix time in ms (default: this machine's clock, or the "

@@ -45,7 +45,8 @@ std::string rowOf(const RankDetail& d) {
   const std::string last = d.last ? opLabel(d.last->op, d.last->seq, d.last->peer) : "-";
   return "  " + pad(std::to_string(d.rank), 6, true) + "  " + pad(stateName(d.state), 14) +
          pad(d.node.empty() ? "-" : d.node, 16) + pad(d.pid ? std::to_string(d.pid) : "-", 9) +
-         pad(last, 26) + pad(d.last ? fmt("%.1f", d.last->ageS) : "-", 9, true) +
+         pad(last, 26) +
+         pad(d.last && d.last->ageS >= 0 ? fmt("%.1f", d.last->ageS) : "-", 9, true) +
          pad(d.waitS > 0 ? fmt("%.1f", d.waitS) : "-", 10, true) +
          pad(d.node.empty() || d.state == RankState::Missing ? "-" : fmt("%.1f", d.silentS), 10,
              true) +

@@ -35,7 +35,7 @@ RankDetail detailOf(int rank, const View& v, const StuckOp& s, const JudgeOption
   d.waitS = v.waitS;
   if (c.last) {
     d.last = c.last;
-    d.last->ageS += v.silentS;
+    if (d.last->ageS >= 0) d.last->ageS += v.silentS;  // < 0: when is unknown
   }
   if (c.oldest && names(*c.oldest, s, rank)) {
     d.proxy = c.oldest->proxy;

@@ -43,7 +43,7 @@ const RankDetail* detail(const Stall& s, int rank) {
 std::string lastText(const RankDetail* d) {
   if (d == nullptr || !d->last) return "it had launched nothing there";
   return "its last operation there was " + opLabel(d->last->op, d->last->seq, d->last->peer) +
-         ", " + num(d->last->ageS) + " s ago";
+         (d->last->ageS >= 0 ? ", " + num(d->last->ageS) + " s ago" : "");
 }
 
 std::string processText(const RankDetail* d) {

@@ -99,5 +99,8 @@ echo '{"format":"other"}' >"$work/empty/x.state.json"
 bad "only a foreign file" "none of the 1 state file(s) could be used" "$work/empty"
 bad "a negative --stall-s" "stall-s" "$work/hung" --stall-s -1
 bad "no input" "inputs" --json
+bad "files and --prometheus both" "one of them" "$work/hung" --prometheus http://127.0.0.1:1
+bad "a Prometheus that does not answer" "cannot connect to 127.0.0.1:1" --prometheus http://127.0.0.1:1
+bad "a URL that is not http" "only http://" --prometheus https://prometheus:9090
 [[ $status -eq 0 ]] && echo "hang: verdicts, JSON, exit statuses and bad input as expected"
 exit "$status"

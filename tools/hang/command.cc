@@ -39,7 +39,9 @@ int runHang(const HangArgs& args) {
   if (args.nowMs >= 0) options.nowMs = args.nowMs;
   if (args.stallS > 0) options.stallS = args.stallS;
   if (args.inputs.empty() == args.prometheus.empty())
-    return reportError("give the metrics directories or --prometheus URL, one of them", kExitUsage);
+    return reportError(
+        "give the inputs (metrics directories or state files) or --prometheus URL, one of them",
+        kExitUsage);
   hang::Watched watched;
   if (!args.prometheus.empty()) {
     // The ranks' series as of their last scrape, judged at the newest sample: no watch (the

@@ -378,31 +378,29 @@ void renderLive(std::string* out, const ProcessReport& p) {
     l.insert(l.end(), extra.begin(), extra.end());
     return labelText(l);
   };
-  {
-    Family f(out, "nccl_pilot_comm_operations_launched_total", "counter",
-             "Operations this rank launched on the communicator, by kind (Send and Recv over "
-             "every peer)");
+  // Launches and completions per kind. Every kind, zeros too: a rank that never launched one
+  // must still have a series for Prometheus to compare with the ranks that did.
+  struct PerKind {
+    const char *name, *help;
+    uint64_t LaunchCount::*count;
+  };
+  const PerKind perKind[] = {
+      {"nccl_pilot_comm_operations_launched_total",
+       "Operations this rank launched on the communicator, by kind (Send and Recv over every "
+       "peer)",
+       &LaunchCount::launched},
+      {"nccl_pilot_comm_operations_completed_total",
+       "Operations of this rank completed on the communicator, by kind (Send and Recv over "
+       "every peer)",
+       &LaunchCount::done},
+  };
+  for (const PerKind& g : perKind) {
+    Family f(out, g.name, "counter", g.help);
     for (const CommReport& c : p.comms) {
       if (!c.hasLive) continue;
-      // Every kind, zeros too: a rank that never launched one must still have a series for
-      // Prometheus to compare with the ranks that did.
       for (int k = 0; k < kNumOperations; ++k) {
-        f.sample("nccl_pilot_comm_operations_launched_total",
-                 labels(c, {{"operation", operationName(static_cast<Operation>(k))}}),
-                 number(c.live.view.kinds[k].launched));
-      }
-    }
-  }
-  {
-    Family f(out, "nccl_pilot_comm_operations_completed_total", "counter",
-             "Operations of this rank completed on the communicator, by kind (Send and Recv "
-             "over every peer)");
-    for (const CommReport& c : p.comms) {
-      if (!c.hasLive) continue;
-      for (int k = 0; k < kNumOperations; ++k) {
-        f.sample("nccl_pilot_comm_operations_completed_total",
-                 labels(c, {{"operation", operationName(static_cast<Operation>(k))}}),
-                 number(c.live.view.kinds[k].done));
+        f.sample(g.name, labels(c, {{"operation", operationName(static_cast<Operation>(k))}}),
+                 number(c.live.view.kinds[k].*g.count));
       }
     }
   }

@@ -29,12 +29,6 @@ std::string opIn(const Stall& s) {
   return (s.commName.empty() ? s.comm : s.commName) + " " + opLabel(s.op, s.seq, -1);
 }
 
-std::string processOf(const RankDetail* d) {
-  return d == nullptr || d->node.empty()
-             ? ""
-             : " (pid " + std::to_string(d->pid) + " on " + d->node + ")";
-}
-
 /// The why of `s`, one of the two stalls: `few` run `firstStall` before `otherStall`, `many`
 /// the other way round; `ranksHere` are the few's ranks in `s`.
 std::string orderWhy(const Stall& firstStall, const Stall& otherStall,
@@ -49,12 +43,10 @@ std::string orderWhy(const Stall& firstStall, const Stall& otherStall,
                     (otherStall.commName.empty() ? otherStall.comm : otherStall.commName) +
                     " first, so each side waits for the other — the program calls collectives "
                     "on the two communicators in another order on " +
-                    (one ? "that rank" + processOf(few.front().detail) : "those ranks") +
+                    (one ? "that rank" + processText(few.front().detail) : "those ranks") +
                     "; every rank must call them in one order";
-  if (one && few.front().detail != nullptr && !few.front().detail->node.empty()) {
-    why += " (py-spy dump --pid " + std::to_string(few.front().detail->pid) + " on " +
-           few.front().detail->node + " shows where)";
-  }
+  if (one && !pidText(few.front().detail).empty())
+    why += " (py-spy dump" + pidText(few.front().detail) + " shows where)";
   return why;
 }
 
@@ -83,10 +75,8 @@ void findOrderInversions(std::vector<Stall>* stalls) {
       if (!run.running) continue;
       for (const Part& wait : parts) {
         if (wait.running || wait.stall == run.stall) continue;
-        const Stall& s = (*stalls)[run.stall];
-        const auto d = std::lower_bound(s.ranks.begin(), s.ranks.end(), run.rank,
-                                        [](const RankDetail& x, int r) { return x.rank < r; });
-        orders[{run.stall, wait.stall}].push_back({run.rank, wait.rank, &*d});
+        orders[{run.stall, wait.stall}].push_back(
+            {run.rank, wait.rank, rankDetail((*stalls)[run.stall], run.rank)});
       }
     }
   }

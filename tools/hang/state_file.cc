@@ -1,5 +1,6 @@
 #include "hang/state_file.h"
 
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -227,6 +228,11 @@ std::string whyNotJson(const std::string& text, const Json::parse_error& e) {
 }
 
 }  // namespace
+
+bool busyWriter(const StateFile& s) {
+  return !s.final && std::any_of(s.comms.begin(), s.comms.end(),
+                                 [](const CommState& c) { return c.inFlight > 0; });
+}
 
 Expected<StateFile> parseStateFile(const std::string& text, const std::string& path) {
   Json j;

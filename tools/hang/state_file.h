@@ -85,6 +85,10 @@ struct StateFile {
   std::vector<CommState> comms;
 };
 
+/// Its writer has an operation in flight on some communicator and is not done: it promised a
+/// rewrite within a second (metrics/ state_file.h).
+bool busyWriter(const StateFile& s);
+
 /// Reads `text` as the state file `path`. The error says why in a few words ("not JSON
 /// (truncated?)", "format is ..., not nccl-pilot-state", "comms[2]: rank 9 outside [0, 8)").
 Expected<StateFile> parseStateFile(const std::string& text, const std::string& path);

@@ -71,8 +71,7 @@ Timeline::Timeline(const std::vector<StateFile>& states, std::optional<int64_t> 
   bool anyInFlight = false;
   for (const StateFile& s : states) {
     if (aheadNodeNow_.count(s.node) != 0 || s.final) continue;
-    const bool busy = std::any_of(s.comms.begin(), s.comms.end(),
-                                  [](const CommState& c) { return c.inFlight > 0; });
+    const bool busy = busyWriter(s);
     anyInFlight |= busy;
     auto watched = rewrote_.find({s.node, s.pid});
     const bool overdue =

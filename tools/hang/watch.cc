@@ -7,16 +7,11 @@
 namespace pilot::cli::hang {
 namespace {
 
-bool busy(const StateFile& s) {
-  return !s.final && std::any_of(s.comms.begin(), s.comms.end(),
-                                 [](const CommState& c) { return c.inFlight > 0; });
-}
-
 /// The longest a writer with something in flight promised between two writes, capped.
 int64_t longestPromiseMs(const Inputs& in) {
   int64_t most = 0;
   for (const StateFile& s : in.states)
-    if (busy(s)) most = std::max(most, std::min<int64_t>(s.nextDueMs - s.writtenMs, 1000));
+    if (busyWriter(s)) most = std::max(most, std::min<int64_t>(s.nextDueMs - s.writtenMs, 1000));
   return most;
 }
 
@@ -35,7 +30,7 @@ Watched judgeWatching(const std::vector<std::string>& paths, HangOptions options
   const int64_t promiseMs = longestPromiseMs(w.inputs);
   const bool anyOverdue =
       std::any_of(w.inputs.states.begin(), w.inputs.states.end(),
-                  [&](const StateFile& s) { return busy(s) && first.frozen(s); });
+                  [&](const StateFile& s) { return busyWriter(s) && first.frozen(s); });
   if (!live || promiseMs <= 0 || (w.report.stalls.empty() && !anyOverdue)) return w;
 
   sleepMs(std::min(promiseMs + kWatchMarginMs, kMostWatchMs));
@@ -56,7 +51,7 @@ Watched judgeWatching(const std::vector<std::string>& paths, HangOptions options
       const int64_t offset = s.writtenMs - secondMs;
       auto [it, fresh] = seen.nodeOffsetMs.try_emplace(s.node, offset);
       if (!fresh) it->second = std::max(it->second, offset);
-    } else if (busy(old) && old.nextDueMs - old.writtenMs + kWatchMarginMs <= watchedMs) {
+    } else if (busyWriter(old) && old.nextDueMs - old.writtenMs + kWatchMarginMs <= watchedMs) {
       seen.rewrote[{s.node, s.pid}] = false;  // it owed a rewrite within the watch
     }
   }

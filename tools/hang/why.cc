@@ -34,27 +34,13 @@ std::string waitingIn(const Stall& s, int suspect) {
 }
 
 const RankDetail* detail(const Stall& s, int rank) {
-  // s.ranks ascends by rank: a search, not a scan (a verdict looks up every frozen rank).
-  auto it = std::lower_bound(s.ranks.begin(), s.ranks.end(), rank,
-                             [](const RankDetail& d, int r) { return d.rank < r; });
-  return it != s.ranks.end() && it->rank == rank ? &*it : nullptr;
+  return rankDetail(s, rank);
 }
 
 std::string lastText(const RankDetail* d) {
   if (d == nullptr || !d->last) return "it had launched nothing there";
   return "its last operation there was " + opLabel(d->last->op, d->last->seq, d->last->peer) +
          (d->last->ageS >= 0 ? ", " + num(d->last->ageS) + " s ago" : "");
-}
-
-std::string processText(const RankDetail* d) {
-  if (d == nullptr || d->node.empty()) return "";
-  return " (pid " + std::to_string(d->pid) + " on " + d->node + ")";
-}
-
-/// py-spy's arguments for the rank's process: " --pid 4242 on host-a".
-std::string pidText(const RankDetail* d) {
-  if (d == nullptr || d->node.empty()) return "";
-  return " --pid " + std::to_string(d->pid) + " on " + d->node;
 }
 
 /// Every rank of the communicator ran on this host and every process is gone: the job was
@@ -323,6 +309,23 @@ std::string network(Stall* s) {
 }
 
 }  // namespace
+
+const RankDetail* rankDetail(const Stall& s, int rank) {
+  // s.ranks ascends by rank: a search, not a scan (a verdict looks up every frozen rank).
+  auto it = std::lower_bound(s.ranks.begin(), s.ranks.end(), rank,
+                             [](const RankDetail& d, int r) { return d.rank < r; });
+  return it != s.ranks.end() && it->rank == rank ? &*it : nullptr;
+}
+
+std::string processText(const RankDetail* d) {
+  if (d == nullptr || d->node.empty()) return "";
+  return " (pid " + std::to_string(d->pid) + " on " + d->node + ")";
+}
+
+std::string pidText(const RankDetail* d) {
+  if (d == nullptr || d->node.empty()) return "";
+  return " --pid " + std::to_string(d->pid) + " on " + d->node;
+}
 
 std::string rankText(const std::vector<int>& ranks) {
   std::vector<std::string> items;

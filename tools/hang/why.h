@@ -16,6 +16,15 @@ namespace pilot::cli::hang {
 /// Sets stall->suspects and stall->why from its lists and rank details.
 void explain(Stall* stall);
 
+/// The detail of `rank` in the stall (its ranks ascend: a search), nullptr when none.
+const RankDetail* rankDetail(const Stall& s, int rank);
+
+/// " (pid 4242 on host-a)", "" when nothing says where the rank ran.
+std::string processText(const RankDetail* d);
+
+/// py-spy's arguments for the rank's process: " --pid 4242 on host-a", or "".
+std::string pidText(const RankDetail* d);
+
 /// "3", "3 and 5", "0-2, 4 and 6" (runs as ranges; past 12 items "... and N more").
 std::string rankText(const std::vector<int>& ranks);
 
